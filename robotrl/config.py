@@ -1,0 +1,106 @@
+"""Typed config schemas, registered with Hydra's ConfigStore.
+
+YAML groups live in ``configs/`` (shipped as ``robotrl.configs``): ``task/``, ``algo/``,
+``sim/``, ``policy/``, ``tuning/`` (per task-and-algorithm overrides, selected by the
+defaults-list interpolation ``${task}_${algo}``) and ``launcher/``. Each YAML file of a
+group names its schema in its defaults list, so every key and type is validated and a
+typo is an error that lists the valid keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+from robotrl.algos.ppo import PPOConfig
+from robotrl.policies.mlp import PolicyConfig
+from robotrl.sim.backend import SimConfig
+from robotrl.tasks import available, config_class
+
+
+@dataclass
+class TrainConfig:
+    """``robotrl train``: one training run.
+
+    Attributes:
+        task: the task config (group ``task``; schema from ``tasks/<name>/config.py``).
+        algo: the algorithm config (group ``algo``).
+        sim: backend, world count and threads (group ``sim``).
+        policy: network sizes and action distribution (group ``policy``).
+        seed: seeds torch and the env's generator.
+        max_iterations: algorithm updates to run.
+        max_time_s: wall-clock budget in seconds; the run stops cleanly when it is spent (0: none).
+        save_interval: iterations between checkpoints.
+        resume: continue from the newest checkpoint in ``run_dir``.
+        run_dir: output directory; empty means ``runs/<task>/<timestamp>``.
+        progress: show the rich progress bar.
+        tensorboard: also write TensorBoard event files (JSONL metrics are always written).
+        log_level: Python logging level for robotrl.
+    """
+
+    task: Any = MISSING
+    algo: Any = MISSING
+    sim: SimConfig = field(default_factory=SimConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    seed: int = 0
+    max_iterations: int = 200
+    max_time_s: float = 0.0
+    save_interval: int = 25
+    resume: bool = False
+    run_dir: str = ""
+    progress: bool = True
+    tensorboard: bool = True
+    log_level: str = "INFO"
+
+
+@dataclass
+class EvalConfig:
+    """``robotrl eval``: roll out a checkpoint, write metrics, a video and a learning curve.
+
+    Attributes:
+        checkpoint: run directory, its ``checkpoints/`` directory, or a ``ckpt_*.safetensors``.
+        num_envs: parallel worlds for the statistics.
+        episodes: finished episodes to average over (at least).
+        split: task instance set: ``train`` or ``heldout``.
+        video: write ``eval.mp4`` of world 0.
+        video_steps: control steps in the video.
+        video_size: ``[height, width]`` of the video.
+        camera: camera name or id (-1: free camera).
+        deterministic: use the mean action.
+        out_dir: where to write outputs; empty means ``<run>/eval``.
+        seed: env seed.
+        randomize: keep domain randomization on.
+    """
+
+    checkpoint: str = MISSING
+    num_envs: int = 16
+    episodes: int = 16
+    split: str = "train"
+    video: bool = True
+    video_steps: int = 300
+    video_size: list[int] = field(default_factory=lambda: [360, 480])
+    camera: str = "-1"
+    deterministic: bool = True
+    out_dir: str = ""
+    seed: int = 1
+    randomize: bool = False
+
+
+def register_configs() -> None:
+    """Register the root, algorithm and task schemas with Hydra's ConfigStore."""
+    cs = ConfigStore.instance()
+    cs.store(name="train_schema", node=TrainConfig)
+    cs.store(name="eval_schema", node=EvalConfig)
+    cs.store(group="algo", name="ppo_schema", node=PPOConfig)
+    for name, node in extra_algo_schemas().items():
+        cs.store(group="algo", name=f"{name}_schema", node=node)
+    for name in available():
+        cs.store(group="task", name=f"{name}_schema", node=config_class(name))
+
+
+def extra_algo_schemas() -> dict[str, type]:
+    """Schemas of algorithms beyond PPO that are installed in ``robotrl.algos``."""
+    return {}

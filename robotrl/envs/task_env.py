@@ -1,0 +1,157 @@
+"""TaskEnv: the generic VecEnv that runs any registered task on any BatchSim backend.
+
+It owns what every task shares: per-world autoreset, time-outs kept apart from
+terminations, episode statistics, the reward sum over named terms, action delay and
+observation noise (domain-randomization plumbing), and recovery of worlds whose physics
+failed. Tasks own the model, observations, reward terms and randomizers.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+
+from robotrl.envs.base import Obs, StepResult, VecEnv
+from robotrl.sim.backend import SimConfig, default_device, make_sim
+from robotrl.tasks import TaskConfig, task_class
+
+log = logging.getLogger(__name__)
+
+
+class TaskEnv(VecEnv):
+    """Batched env over ``sim.num_envs`` worlds of task ``task_cfg.name`` (see ``VecEnv``)."""
+
+    def __init__(self, task_cfg: TaskConfig, sim_cfg: SimConfig, seed: int = 0) -> None:
+        self.device = default_device(sim_cfg)
+        self.num_envs = sim_cfg.num_envs
+        self.task = task_class(task_cfg.name)(task_cfg, self.num_envs, self.device)
+        self.cfg = task_cfg
+        self.sim = make_sim(self.task.build_model(), sim_cfg)
+        self.task.setup(self.sim)
+        self.gen = torch.Generator(device=self.device)
+        self.gen.manual_seed(seed)
+        self.num_actions = self.task.action_dim
+        self.step_dt = float(self.sim.model.opt.timestep * task_cfg.frame_skip)
+        self.max_episode_length = max(1, round(task_cfg.episode_length_s / self.step_dt))
+        n, dev = self.num_envs, self.device
+        self.episode_step = torch.zeros(n, dtype=torch.long, device=dev)
+        self.episode_return = torch.zeros(n, dtype=torch.float32, device=dev)
+        self.episode_terms: dict[str, torch.Tensor] = {}
+        self.total_sim_resets = 0
+        delay_slots = task_cfg.action_delay_max + 1
+        self._action_hist = torch.zeros(delay_slots, n, self.num_actions, device=dev)
+        self._delay = torch.zeros(n, dtype=torch.long, device=dev)
+        self._arange = torch.arange(n, device=dev)
+        self._obs: Obs = {}
+        self.obs_dims = {k: int(v.shape[1]) for k, v in self.reset().items() if v.ndim == 2}
+
+    # ------------------------------------------------------------------------------
+    def reset(self) -> Obs:
+        """Reset every world (new initial states, new randomization)."""
+        self._reset_ids(self._arange)
+        self._obs = self._observe()
+        return self._obs
+
+    def step(self, action: torch.Tensor) -> StepResult:
+        """One control step for all worlds; see ``robotrl.envs.base`` for the outputs."""
+        if action.shape != (self.num_envs, self.num_actions):
+            raise ValueError(
+                f"action must have shape ({self.num_envs}, {self.num_actions}), got {tuple(action.shape)}."
+            )
+        action = torch.nan_to_num(action.to(self.device, torch.float32)).clamp(-1.0, 1.0)
+        applied = self._delayed(action)
+        self.task.apply_action(applied)
+        invalid = self.sim.step(self.cfg.frame_skip)
+        self.task.update()
+        self.episode_step += 1
+
+        terms = self.task.reward_terms(applied)
+        scaled = self._scale_terms(terms)
+        reward = torch.stack(list(scaled.values())).sum(0) if scaled else torch.zeros(self.num_envs)
+        terminated = self.task.terminated()
+        truncated = self.episode_step >= self.max_episode_length
+        if invalid.numel():
+            reward[invalid] = 0.0
+            for value in scaled.values():
+                value[invalid] = 0.0
+            terminated[invalid] = True
+            truncated[invalid] = False
+            self.total_sim_resets += int(invalid.numel())
+            log.warning("reset %d world(s) whose physics failed: %s", invalid.numel(), invalid.tolist()[:8])
+        reward = torch.nan_to_num(reward, nan=0.0, posinf=0.0, neginf=0.0)
+
+        self.episode_return += reward
+        for name, value in scaled.items():
+            self.episode_terms.setdefault(name, torch.zeros_like(reward)).add_(value)
+        obs = self._observe()
+        done = terminated | truncated
+        info: dict[str, Any] = {"reward_terms": scaled, "sim_resets": int(invalid.numel()), "final_obs": obs}
+        done_ids = done.nonzero().squeeze(1)
+        if done_ids.numel():
+            info["episode"] = self._finish_episodes(done_ids)
+            self._reset_ids(done_ids)
+            obs = self._observe()
+        self._obs = obs
+        return obs, reward, terminated, truncated, info
+
+    # ------------------------------------------------------------------------------
+    def _delayed(self, action: torch.Tensor) -> torch.Tensor:
+        if self._action_hist.shape[0] == 1:
+            return action
+        self._action_hist = torch.roll(self._action_hist, 1, dims=0)
+        self._action_hist[0] = action
+        return self._action_hist[self._delay, self._arange]
+
+    def _scale_terms(self, terms: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        scales = self.cfg.reward_scales
+        missing = sorted(set(terms) - set(scales))
+        if missing:
+            raise KeyError(
+                f"Task {self.cfg.name!r} has reward terms without a scale: {missing}. "
+                f"Add them to task.reward_scales (known: {sorted(scales)})."
+            )
+        return {name: (scales[name] * value).float() for name, value in terms.items()}
+
+    def _observe(self) -> Obs:
+        obs = self.task.observe()
+        obs = {k: torch.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0) if v.is_floating_point() else v
+               for k, v in obs.items()}
+        if self.cfg.obs_noise_std > 0:
+            noise = torch.randn(obs["policy"].shape, generator=self.gen, device=self.device)
+            obs["policy"] = obs["policy"] + self.cfg.obs_noise_std * noise
+        return obs
+
+    def _finish_episodes(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
+        stats = {
+            "return": self.episode_return[ids].clone(),
+            "length": self.episode_step[ids].float(),
+            "success": self.task.success()[ids].float(),
+        }
+        for name, value in self.task.episode_metrics().items():
+            stats[name] = value[ids].float()
+        for name, value in self.episode_terms.items():
+            stats[f"reward/{name}"] = value[ids].clone()
+        return stats
+
+    def _reset_ids(self, ids: torch.Tensor) -> None:
+        if self.cfg.randomize:
+            self.task.randomize(ids, self.gen)
+        self.task.reset(ids, self.gen)
+        self.episode_step[ids] = 0
+        self.episode_return[ids] = 0.0
+        for value in self.episode_terms.values():
+            value[ids] = 0.0
+        self._action_hist[:, ids] = 0.0
+        if self.cfg.action_delay_max > 0 and self.cfg.randomize:
+            high = self.cfg.action_delay_max + 1
+            self._delay[ids] = torch.randint(0, high, (ids.numel(),), generator=self.gen, device=self.device)
+
+    def close(self) -> None:
+        """Nothing to release on CPU; Warp buffers go with the object."""
+
+
+def make_env(task_cfg: TaskConfig, sim_cfg: SimConfig, seed: int = 0) -> TaskEnv:
+    """Build the VecEnv for a task config on the backend named by ``sim_cfg``."""
+    return TaskEnv(task_cfg, sim_cfg, seed=seed)

@@ -1,0 +1,74 @@
+"""Batched rotation helpers on torch tensors. Quaternions are MuJoCo's ``(w, x, y, z)``.
+
+All functions take ``(..., 4)`` quaternions and ``(..., 3)`` vectors and broadcast over
+the leading dimensions.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Rotate vectors ``v`` ``(..., 3)`` by unit quaternions ``q`` ``(..., 4)``."""
+    w, xyz = q[..., :1], q[..., 1:]
+    t = 2.0 * torch.cross(xyz, v, dim=-1)
+    return v + w * t + torch.cross(xyz, t, dim=-1)
+
+
+def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Rotate vectors ``v`` ``(..., 3)`` by the inverse of unit quaternions ``q``."""
+    return quat_rotate(quat_conjugate(q), v)
+
+
+def quat_conjugate(q: torch.Tensor) -> torch.Tensor:
+    """Conjugate (inverse for unit quaternions) of ``q`` ``(..., 4)``."""
+    return torch.cat([q[..., :1], -q[..., 1:]], dim=-1)
+
+
+def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Hamilton product ``a * b`` of ``(..., 4)`` quaternions."""
+    aw, ax, ay, az = a.unbind(-1)
+    bw, bx, by, bz = b.unbind(-1)
+    return torch.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        dim=-1,
+    )
+
+
+def quat_from_axis_angle(axis: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
+    """Quaternions ``(..., 4)`` for rotations of ``angle`` ``(...)`` about unit ``axis`` ``(..., 3)``."""
+    half = 0.5 * angle.unsqueeze(-1)
+    return torch.cat([torch.cos(half), axis * torch.sin(half)], dim=-1)
+
+
+def quat_angle_between(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Rotation angle in radians ``(...)`` between orientations ``a`` and ``b``."""
+    dot = (a * b).sum(-1).abs().clamp(max=1.0)
+    return 2.0 * torch.acos(dot)
+
+
+def random_quat(n: int, gen: torch.Generator, device: torch.device) -> torch.Tensor:
+    """``(n, 4)`` uniformly distributed unit quaternions (Shoemake's method)."""
+    u = torch.rand(n, 3, generator=gen, device=device)
+    r1, r2 = torch.sqrt(1 - u[:, 0]), torch.sqrt(u[:, 0])
+    t1, t2 = 2 * torch.pi * u[:, 1], 2 * torch.pi * u[:, 2]
+    return torch.stack([r2 * torch.cos(t2), r1 * torch.sin(t1), r1 * torch.cos(t1), r2 * torch.sin(t2)], dim=-1)
+
+
+def yaw_from_quat(q: torch.Tensor) -> torch.Tensor:
+    """Heading angle about world z ``(...)`` of orientations ``q`` ``(..., 4)``."""
+    w, x, y, z = q.unbind(-1)
+    return torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def uniform(
+    low: float, high: float, shape: tuple[int, ...], gen: torch.Generator, device: torch.device
+) -> torch.Tensor:
+    """Uniform samples in ``[low, high)`` of ``shape`` from ``gen``."""
+    return low + (high - low) * torch.rand(shape, generator=gen, device=device)

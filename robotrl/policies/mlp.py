@@ -1,0 +1,124 @@
+"""MLP actor-critic with running observation normalization and Gaussian or Beta actions.
+
+Shapes: actor input ``(B, P)`` (the ``policy`` observation), critic input ``(B, C)``
+(``critic`` observation, or ``policy`` when the task has no privileged inputs), actions
+``(B, A)`` in ``[-1, 1]``.
+
+The Gaussian head samples ``mean + std * eps`` (std a learned per-dimension parameter);
+actions are clipped to ``[-1, 1]`` by the env. The Beta head (CaRL) samples in ``[0, 1]``
+and maps to ``[-1, 1]`` affinely, so its log-probabilities are exact.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.distributions import Beta, Distribution, Normal
+
+from robotrl.policies.normalizer import RunningNorm
+
+ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh, "silu": nn.SiLU, "gelu": nn.GELU}
+DISTRIBUTIONS = ("gaussian", "beta")
+
+
+@dataclass
+class PolicyConfig:
+    """Network settings.
+
+    Attributes:
+        actor_hidden: hidden layer sizes of the actor.
+        critic_hidden: hidden layer sizes of the critic.
+        activation: one of ``elu``, ``relu``, ``tanh``, ``silu``, ``gelu``.
+        init_std: initial action std of the Gaussian head.
+        distribution: ``gaussian`` or ``beta`` (CaRL).
+        normalize_obs: keep running mean/std of observations.
+    """
+
+    actor_hidden: list[int] = field(default_factory=lambda: [256, 128, 64])
+    critic_hidden: list[int] = field(default_factory=lambda: [256, 128, 64])
+    activation: str = "elu"
+    init_std: float = 0.8
+    distribution: str = "gaussian"
+    normalize_obs: bool = True
+
+
+def mlp(in_dim: int, hidden: list[int], out_dim: int, activation: str) -> nn.Sequential:
+    """``Linear -> act`` for each hidden size, then a final ``Linear`` to ``out_dim``."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"Unknown activation {activation!r}; valid: {', '.join(ACTIVATIONS)}.")
+    layers: list[nn.Module] = []
+    dims = [in_dim, *hidden]
+    for a, b in zip(dims[:-1], dims[1:], strict=True):
+        layers += [nn.Linear(a, b), ACTIVATIONS[activation]()]
+    layers.append(nn.Linear(dims[-1], out_dim))
+    return nn.Sequential(*layers)
+
+
+class ActorCritic(nn.Module):
+    """Actor ``(B, P) -> (B, A)`` and critic ``(B, C) -> (B,)`` (see module docstring)."""
+
+    def __init__(self, obs_dim: int, critic_dim: int, action_dim: int, cfg: PolicyConfig) -> None:
+        super().__init__()
+        if cfg.distribution not in DISTRIBUTIONS:
+            raise ValueError(f"Unknown policy.distribution={cfg.distribution!r}; valid: {', '.join(DISTRIBUTIONS)}.")
+        self.cfg = cfg
+        self.obs_dim, self.critic_dim, self.action_dim = obs_dim, critic_dim, action_dim
+        out = 2 * action_dim if cfg.distribution == "beta" else action_dim
+        self.actor = mlp(obs_dim, list(cfg.actor_hidden), out, cfg.activation)
+        self.critic = mlp(critic_dim, list(cfg.critic_hidden), 1, cfg.activation)
+        self.log_std = nn.Parameter(torch.full((action_dim,), math.log(cfg.init_std)))
+        self.obs_norm = RunningNorm(obs_dim) if cfg.normalize_obs else nn.Identity()
+        self.critic_norm = RunningNorm(critic_dim) if cfg.normalize_obs else nn.Identity()
+        nn.init.orthogonal_(self.actor[-1].weight, gain=0.01)
+        nn.init.zeros_(self.actor[-1].bias)
+
+    def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
+        """Fold a batch of ``(B, P)`` and ``(B, C)`` observations into the running stats."""
+        if isinstance(self.obs_norm, RunningNorm):
+            self.obs_norm.update(obs)
+            self.critic_norm.update(critic_obs)
+
+    def distribution(self, obs: torch.Tensor) -> Distribution:
+        """Action distribution for ``(B, P)`` observations (Beta is over ``[0, 1]``)."""
+        out = self.actor(self.obs_norm(obs))
+        if self.cfg.distribution == "beta":
+            alpha, beta = (nn.functional.softplus(out) + 1.0).chunk(2, dim=-1)
+            return Beta(alpha, beta)
+        return Normal(out, self.log_std.exp().expand_as(out))
+
+    def to_action(self, sample: torch.Tensor) -> torch.Tensor:
+        """Map a distribution sample to the env's ``[-1, 1]`` action."""
+        return 2.0 * sample - 1.0 if self.cfg.distribution == "beta" else sample
+
+    def from_action(self, action: torch.Tensor) -> torch.Tensor:
+        """Inverse of ``to_action`` (Beta samples kept off the open interval's ends)."""
+        if self.cfg.distribution == "beta":
+            return ((action + 1.0) * 0.5).clamp(1e-6, 1 - 1e-6)
+        return action
+
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample ``(B, A)`` actions and their ``(B,)`` log-probabilities."""
+        dist = self.distribution(obs)
+        sample = dist.sample()
+        if self.cfg.distribution == "beta":
+            sample = sample.clamp(1e-6, 1 - 1e-6)
+        return self.to_action(sample), dist.log_prob(sample).sum(-1)
+
+    def act_inference(self, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic ``(B, A)`` action: the mean (Gaussian) or mean of the Beta."""
+        out = self.actor(self.obs_norm(obs))
+        if self.cfg.distribution == "beta":
+            alpha, beta = (nn.functional.softplus(out) + 1.0).chunk(2, dim=-1)
+            return 2.0 * alpha / (alpha + beta) - 1.0
+        return out.clamp(-1.0, 1.0)
+
+    def evaluate(self, critic_obs: torch.Tensor) -> torch.Tensor:
+        """State values ``(B,)`` from ``(B, C)`` critic observations."""
+        return self.critic(self.critic_norm(critic_obs)).squeeze(-1)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic action; what ``robotrl export`` traces to ONNX."""
+        return self.act_inference(obs)

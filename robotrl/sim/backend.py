@@ -1,0 +1,148 @@
+"""BatchSim: the contract between robotrl and a batched MuJoCo backend.
+
+One compiled model, ``nsim`` worlds. Every array crossing this boundary is a torch
+tensor whose first dimension is the world index, on the backend's device:
+
+* ``bind(field)`` -> live ``(nsim, ...)`` view of an MjData field (``qpos``: ``(nsim, nq)``,
+  ``xpos``: ``(nsim, nbody, 3)``, ...). State fields (``qpos``, ``qvel``, ``ctrl``,
+  ``act``, ``mocap_pos``, ``xfrc_applied``, ...) are writable and zero-copy; derived
+  fields (``xpos``, ``sensordata``, ...) are refreshed after every ``step``/``reset``/``forward``.
+* ``step(nstep)`` advances every world ``nstep`` physics substeps, and returns the ids of
+  worlds that became invalid (raised, went NaN/Inf, or were reset by MuJoCo's own
+  instability check). Callers reset those worlds; they never crash the run.
+* ``reset(ids, qpos, qvel)`` puts worlds ``ids`` (``(k,)`` int64) back to the model's default
+  state, optionally with given ``(k, nq)`` / ``(k, nv)`` positions and velocities, and
+  recomputes derived quantities.
+* ``set_model_field(name, ids, values)`` gives a model field per-world values
+  (``values``: ``(k, *field_shape)``), the basis of domain randomization.
+* ``render(camera, ids, size)`` -> ``(k, H, W, 3)`` uint8.
+
+Device and backend decisions live in ``robotrl.sim`` and nowhere else: tasks and
+algorithms read ``sim.device`` and never test for CUDA themselves.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    import mujoco
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("cpu", "warp")
+
+
+@dataclass
+class SimConfig:
+    """Which backend steps the worlds, and how.
+
+    Attributes:
+        backend: ``cpu`` (``mujoco.batch`` on a thread pool, the default) or ``warp``
+            (MuJoCo Warp on CUDA).
+        num_envs: number of parallel worlds.
+        nthread: CPU worker threads for ``mujoco.batch``; 0 uses every core.
+        device: torch device for ``warp`` (``cuda`` or ``cuda:N``); ignored on ``cpu``.
+        cuda_graph: capture the Warp step in a CUDA graph.
+        nconmax: Warp contact buffer size per world (0: backend default).
+        njmax: Warp constraint rows per world (0: backend default).
+        divergence_threshold: a world with ``|qvel|`` above this is treated as diverged.
+    """
+
+    backend: str = "cpu"
+    num_envs: int = 64
+    nthread: int = 0
+    device: str = "cuda"
+    cuda_graph: bool = True
+    nconmax: int = 0
+    njmax: int = 0
+    divergence_threshold: float = 1.0e4
+
+
+class BatchSim(abc.ABC):
+    """``nsim`` worlds of one compiled model, stepped together (see module docstring)."""
+
+    model: mujoco.MjModel
+    nsim: int
+    device: torch.device
+
+    @abc.abstractmethod
+    def bind(self, field: str) -> torch.Tensor:
+        """Live ``(nsim, ...)`` float64 (CPU) or float32 (Warp) view of an MjData field."""
+
+    @abc.abstractmethod
+    def step(self, nstep: int = 1) -> torch.Tensor:
+        """Advance all worlds ``nstep`` substeps; return the ``(k,)`` ids of invalid worlds."""
+
+    @abc.abstractmethod
+    def reset(
+        self,
+        ids: torch.Tensor,
+        qpos: torch.Tensor | None = None,
+        qvel: torch.Tensor | None = None,
+    ) -> None:
+        """Reset worlds ``ids`` ``(k,)`` to defaults, or to ``qpos`` ``(k, nq)`` / ``qvel`` ``(k, nv)``."""
+
+    @abc.abstractmethod
+    def forward(self, ids: torch.Tensor | None = None) -> None:
+        """Recompute derived quantities (``mj_forward``) for worlds ``ids`` (all if None)."""
+
+    @abc.abstractmethod
+    def set_model_field(self, name: str, ids: torch.Tensor, values: torch.Tensor) -> None:
+        """Set per-world model field ``name`` for worlds ``ids`` ``(k,)`` to ``values`` ``(k, ...)``."""
+
+    @abc.abstractmethod
+    def model_field(self, name: str) -> torch.Tensor:
+        """Per-world values of a model field, ``(nsim, ...)``, as the worlds currently see them."""
+
+    @abc.abstractmethod
+    def ray(
+        self, pnt: torch.Tensor, vec: torch.Tensor, bodyexclude: int = -1, geomgroup: list[int] | None = None
+    ) -> torch.Tensor:
+        """Ray distances ``(nsim, nray)`` from origins/directions ``(nsim, nray, 3)``; -1 for a miss."""
+
+    @abc.abstractmethod
+    def get_world(self, world: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        """A standalone ``(MjModel, MjData)`` copy of one world, for rendering or inspection."""
+
+    def render(self, camera: str | int, ids: torch.Tensor, size: tuple[int, int] = (84, 84)) -> np.ndarray:
+        """Render worlds ``ids`` from ``camera``: ``(k, H, W, 3)`` uint8 (lean settings)."""
+        from robotrl.sim.render import BatchRenderer
+
+        if not hasattr(self, "_renderer") or self._renderer.size != size:
+            self._renderer = BatchRenderer(self.model, size=size, lean=True)
+        return self._renderer.render_worlds(self, camera, ids)
+
+
+def make_sim(model: mujoco.MjModel, cfg: SimConfig) -> BatchSim:
+    """Build the backend named by ``cfg.backend`` for ``model``.
+
+    Raises:
+        ValueError: unknown backend name.
+        RuntimeError: ``warp`` asked for without CUDA.
+        ImportError: ``warp`` asked for without the ``gpu`` extra installed.
+    """
+    if cfg.backend == "cpu":
+        from robotrl.sim.mujoco_cpu import CpuBatchSim
+
+        return CpuBatchSim(model, cfg)
+    if cfg.backend == "warp":
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                "sim.backend=warp needs a CUDA GPU, and torch sees none. Use sim=cpu (the default) on this machine."
+            )
+        from robotrl.sim.mujoco_warp import WarpBatchSim
+
+        return WarpBatchSim(model, cfg)
+    raise ValueError(f"Unknown sim.backend={cfg.backend!r}; valid choices: {', '.join(BACKENDS)}.")
+
+
+def default_device(cfg: SimConfig) -> torch.device:
+    """Torch device that tensors of a sim built from ``cfg`` live on."""
+    return torch.device(cfg.device) if cfg.backend == "warp" else torch.device("cpu")

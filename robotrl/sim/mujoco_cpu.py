@@ -1,0 +1,137 @@
+"""CPU backend: ``mujoco.batch.Batch`` stepping worlds on a C++ thread pool (GIL released).
+
+Bound fields are torch views over the batch's numpy rows (``torch.from_numpy``), so a
+write to ``sim.bind("ctrl")`` lands in the simulation with no copy, and there is no
+Python loop over worlds anywhere in the hot path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+
+import mujoco
+import mujoco.batch as mjb
+import numpy as np
+import torch
+
+from robotrl.sim.backend import BatchSim, SimConfig
+
+log = logging.getLogger(__name__)
+
+
+def _as_tensor(arr: np.ndarray) -> torch.Tensor:
+    """Zero-copy torch view of a numpy array; read-only arrays stay read-only in spirit."""
+    if arr.flags.writeable:
+        return torch.from_numpy(arr)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(arr)
+
+
+def _ids_np(ids: torch.Tensor | None) -> np.ndarray | None:
+    if ids is None:
+        return None
+    return ids.detach().to("cpu", torch.int64).numpy().astype(np.int32)
+
+
+class CpuBatchSim(BatchSim):
+    """``nsim`` worlds on ``mujoco.batch`` (see ``robotrl.sim.backend``)."""
+
+    def __init__(self, model: mujoco.MjModel, cfg: SimConfig) -> None:
+        if cfg.num_envs < 1:
+            raise ValueError(f"sim.num_envs must be >= 1, got {cfg.num_envs}.")
+        nthread = cfg.nthread if cfg.nthread > 0 else (os.cpu_count() or 1)
+        self.model = model
+        self.nsim = cfg.num_envs
+        self.device = torch.device("cpu")
+        self.cfg = cfg
+        self._batch = mjb.Batch(model, cfg.num_envs, min(nthread, cfg.num_envs))
+        self._views: dict[str, torch.Tensor] = {}
+        self._time = _as_tensor(self._batch.bind("time"))
+        self._qpos = self.bind("qpos")
+        self._qvel = self.bind("qvel")
+        self._batch.reset()
+        log.debug("mujoco.batch: %d worlds on %d threads", self.nsim, self._batch.nthread)
+
+    def bind(self, field: str) -> torch.Tensor:
+        """Live ``(nsim, ...)`` float64 view of MjData field ``field``."""
+        if field not in self._views:
+            if field not in mjb.DATA_FIELDS:
+                raise KeyError(f"Cannot bind {field!r}: not an MjData field that mujoco.batch exposes.")
+            self._views[field] = _as_tensor(self._batch.bind(field))
+        return self._views[field]
+
+    def step(self, nstep: int = 1) -> torch.Tensor:
+        """Advance all worlds; return ids of worlds that raised, went non-finite or diverged."""
+        expected = self._time + nstep * self.model.opt.timestep
+        bad = torch.zeros(self.nsim, dtype=torch.bool)
+        try:
+            self._batch.step(nstep=nstep)
+        except mjb.SimulationError as err:
+            bad[torch.as_tensor(np.asarray(err.ids), dtype=torch.int64)] = True
+            log.debug("mujoco.batch raised in worlds %s: %s", err.ids, err)
+        # MuJoCo resets a world internally on NaN/huge qacc and rewinds its clock: catch that too.
+        bad |= self._time < expected - 0.5 * self.model.opt.timestep
+        bad |= ~torch.isfinite(self._qpos).all(dim=1) | ~torch.isfinite(self._qvel).all(dim=1)
+        bad |= self._qvel.abs().amax(dim=1) > self.cfg.divergence_threshold
+        return bad.nonzero().squeeze(1)
+
+    def reset(
+        self,
+        ids: torch.Tensor,
+        qpos: torch.Tensor | None = None,
+        qvel: torch.Tensor | None = None,
+    ) -> None:
+        """Reset worlds ``ids`` to model defaults, then optionally set ``qpos``/``qvel`` and forward."""
+        if ids.numel() == 0:
+            return
+        ids_np = _ids_np(ids)
+        if qpos is None and qvel is None:
+            self._batch.reset(ids=ids_np)
+            return
+        self._batch.reset(ids=ids_np, stage=mujoco.mjtStage.mjSTAGE_NONE)
+        idx = ids.to(torch.int64)
+        if qpos is not None:
+            self._qpos[idx] = qpos.to(self._qpos.dtype)
+        if qvel is not None:
+            self._qvel[idx] = qvel.to(self._qvel.dtype)
+        self._batch.forward(ids=ids_np)
+
+    def forward(self, ids: torch.Tensor | None = None) -> None:
+        """Run ``mj_forward`` for worlds ``ids`` (all if None)."""
+        self._batch.forward(ids=_ids_np(ids))
+
+    def set_model_field(self, name: str, ids: torch.Tensor, values: torch.Tensor) -> None:
+        """Per-world model values; recomputes derived constants when MuJoCo needs it."""
+        field = self._batch.expand(name)
+        field[_ids_np(ids)] = values.detach().cpu().numpy().reshape((len(ids), *field.shape[1:]))
+        base = name.split(".", 1)[-1]
+        if name.startswith("opt.") or base in mujoco.MjModel._setconst_inputs:
+            self._batch.set_const(ids=_ids_np(ids))
+
+    def model_field(self, name: str) -> torch.Tensor:
+        """``(nsim, ...)`` copy of the field as each world sees it (shared values broadcast)."""
+        per_world = self._batch.expanded(name)
+        if per_world is not None:
+            return torch.from_numpy(np.array(per_world))
+        base = np.asarray(getattr(self.model, name))
+        return torch.from_numpy(np.broadcast_to(base, (self.nsim, *base.shape)).copy())
+
+    def ray(
+        self, pnt: torch.Tensor, vec: torch.Tensor, bodyexclude: int = -1, geomgroup: list[int] | None = None
+    ) -> torch.Tensor:
+        """Batched ``mj_ray`` in every world: ``(nsim, nray)`` distances, -1 for a miss."""
+        group = None if geomgroup is None else np.asarray(geomgroup, dtype=np.uint8)
+        dist, _ = self._batch.ray(
+            pnt.detach().cpu().numpy(), vec.detach().cpu().numpy(), geomgroup=group, bodyexclude=bodyexclude
+        )
+        return torch.from_numpy(np.asarray(dist))
+
+    def get_world(self, world: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        """Standalone model and data of world ``world`` (its randomized parameters included)."""
+        model = self._batch.get_model(world)
+        data = self._batch.get_data(world)
+        mujoco.mj_forward(model, data)
+        return model, data

@@ -1,0 +1,48 @@
+"""Tasks, one folder each. Shipped as ``robotrl.tasks``.
+
+The registry maps a task name to the module that defines it; modules import lazily, so
+``robotrl train task=humanoid`` never imports the driving task's dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from robotrl.tasks.base import Task, TaskConfig
+
+_REGISTRY: dict[str, str] = {
+    "humanoid": "robotrl.tasks.humanoid",
+    "tool_use": "robotrl.tasks.tool_use",
+    "driving": "robotrl.tasks.driving",
+}
+
+
+def available() -> list[str]:
+    """Names of the tasks that can be built here (their module imports)."""
+    names = []
+    for name, module in _REGISTRY.items():
+        if importlib.util.find_spec(module) is not None:
+            names.append(name)
+    return sorted(names)
+
+
+def task_class(name: str) -> type[Task]:
+    """The Task subclass registered as ``name``.
+
+    Raises:
+        KeyError: with the list of valid task names.
+    """
+    if name not in _REGISTRY or name not in available():
+        raise KeyError(f"Unknown task {name!r}. Valid tasks: {', '.join(available())}.")
+    return importlib.import_module(_REGISTRY[name] + ".task").TASK
+
+
+def config_class(name: str) -> type[TaskConfig]:
+    """The typed config dataclass of task ``name`` (``tasks/<name>/config.py``)."""
+    if name not in _REGISTRY or name not in available():
+        raise KeyError(f"Unknown task {name!r}. Valid tasks: {', '.join(available())}.")
+    return importlib.import_module(_REGISTRY[name] + ".config").CONFIG
+
+
+__all__ = ["Task", "TaskConfig", "available", "config_class", "task_class"]

@@ -1,0 +1,147 @@
+"""Task contract: what a task folder (``tasks/<name>/``) provides to the generic VecEnv.
+
+A task sees batched torch tensors only (first dimension = world, ``N = num_envs``), on
+``sim.device``. It never checks for CUDA or for a backend: the sim decides that.
+
+The env calls the hooks in this fixed order each control step, passing data explicitly::
+
+    task.apply_action(action)                 # (N, A) in [-1, 1] -> ctrl / targets
+    invalid = sim.step(task.cfg.frame_skip)   # physics
+    task.update()                             # task clocks, command/goal resampling, pushes
+    terms = task.reward_terms(action)         # dict name -> (N,) float32 (unscaled)
+    terminated = task.terminated()            # (N,) bool: falls, drops, infractions
+    obs = task.observe()                      # dict: "policy" (N, P), optional "critic" (N, C)
+    # then for finished worlds ids (k,):
+    task.reset(ids, gen)                      # initial state distribution + task state
+    task.randomize(ids, gen)                  # per-world domain randomization (if enabled)
+
+Reward = sum over terms of ``cfg.reward_scales[name] * term``; a term without a scale is
+an error, so a typo in a config cannot silently zero a term.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+import torch
+
+if TYPE_CHECKING:
+    import mujoco
+
+    from robotrl.sim.backend import BatchSim
+
+
+@dataclass
+class TaskConfig:
+    """Settings every task has. A task's own config subclasses this once (no deeper).
+
+    Attributes:
+        name: registered task name (``humanoid``, ``tool_use``, ``driving``).
+        frame_skip: physics substeps per control step.
+        episode_length_s: episode time limit in seconds; hitting it is a time-out (truncation).
+        reward_scales: weight of each named reward term.
+        randomize: apply the task's domain randomization at every reset.
+        action_delay_max: per-world action delay drawn from ``0..action_delay_max`` control steps.
+        obs_noise_std: std of Gaussian noise added to the policy observation.
+        split: which instance set to draw from: ``train`` or ``heldout``.
+    """
+
+    name: str = "base"
+    frame_skip: int = 5
+    episode_length_s: float = 10.0
+    reward_scales: dict[str, float] = field(default_factory=dict)
+    randomize: bool = True
+    action_delay_max: int = 0
+    obs_noise_std: float = 0.0
+    split: str = "train"
+
+
+class Task(abc.ABC):
+    """Base class for tasks; see the module docstring for the call order.
+
+    Attributes:
+        cfg: the task config (never mutated).
+        num_envs: number of worlds ``N``.
+        device: torch device of every tensor the task returns.
+        sim: the BatchSim, set by ``setup``.
+    """
+
+    name: ClassVar[str]
+    config_class: ClassVar[type[TaskConfig]] = TaskConfig
+
+    def __init__(self, cfg: TaskConfig, num_envs: int, device: torch.device) -> None:
+        self.cfg = cfg
+        self.num_envs = num_envs
+        self.device = device
+        self.sim: BatchSim | None = None
+
+    # --- model -----------------------------------------------------------------
+    @abc.abstractmethod
+    def build_model(self) -> mujoco.MjModel:
+        """Compile the task's MuJoCo model (MjSpec or MJCF), Newton or CG solver."""
+
+    @property
+    @abc.abstractmethod
+    def action_dim(self) -> int:
+        """Size ``A`` of the normalized action vector."""
+
+    @property
+    def joint_names(self) -> list[str]:
+        """Names of the actuated joints, in action order (used by export/deploy)."""
+        return []
+
+    def obs_layout(self) -> list[tuple[str, int]]:
+        """Named slices of the policy observation, in order: ``[(name, size), ...]``."""
+        return []
+
+    def action_spec(self) -> dict[str, object]:
+        """How a ``[-1, 1]`` action becomes a robot command, for export and deploy.
+
+        ``command = offset + scale * action`` per joint. ``kind`` is ``position``
+        (joint targets, rad), ``torque`` (normalized motor input), or ``velocity``.
+        ``default_pose`` is the joint configuration the robot starts from.
+        """
+        return {"kind": "torque", "scale": [1.0] * self.action_dim, "offset": [0.0] * self.action_dim,
+                "default_pose": [0.0] * self.action_dim}
+
+    # --- lifecycle ---------------------------------------------------------------
+    def setup(self, sim: BatchSim) -> None:
+        """Bind sim views and allocate ``(N, ...)`` task buffers. Called once."""
+        self.sim = sim
+
+    @abc.abstractmethod
+    def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Reset worlds ``ids`` ``(k,)``: initial state (via ``sim.reset``) and task state."""
+
+    def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Per-world domain randomization of worlds ``ids`` ``(k,)`` (model fields, gains)."""
+
+    @abc.abstractmethod
+    def apply_action(self, action: torch.Tensor) -> None:
+        """Write the ``(N, A)`` action in ``[-1, 1]`` into the sim's controls."""
+
+    def update(self) -> None:
+        """Per control step bookkeeping after physics (goal/command resampling, pushes)."""
+
+    # --- signals -----------------------------------------------------------------
+    @abc.abstractmethod
+    def observe(self) -> dict[str, torch.Tensor]:
+        """``{"policy": (N, P) float32, optional "critic": (N, C) float32, ...}``."""
+
+    @abc.abstractmethod
+    def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Unscaled named reward terms, each ``(N,)`` float32."""
+
+    @abc.abstractmethod
+    def terminated(self) -> torch.Tensor:
+        """``(N,)`` bool: the episode ended by the task (fall, drop, infraction)."""
+
+    def success(self) -> torch.Tensor:
+        """``(N,)`` bool: the task counts as solved in this world."""
+        return torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+
+    def episode_metrics(self) -> dict[str, torch.Tensor]:
+        """Extra ``(N,)`` per-world statistics, read when a world's episode ends."""
+        return {}

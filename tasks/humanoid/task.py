@@ -1,0 +1,192 @@
+"""Humanoid velocity tracking: follow a commanded forward speed and yaw rate without falling.
+
+Reward terms (named, scaled by ``reward_scales``):
+``track_lin_vel`` exp(-|v_xy - cmd|^2 / sigma), ``track_yaw`` exp(-(w_z - cmd)^2 / sigma),
+``alive`` 1 per step, ``upright`` -(1 - g_z) tilt, ``ctrl`` -|a|^2, ``action_rate`` -|a - a_prev|^2,
+``vertical_vel`` -v_z^2. A torso height outside ``HEALTHY_Z`` is a fall and ends the episode.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import torch
+
+from robotrl.math import quat_rotate_inverse, uniform
+from robotrl.tasks.base import Task
+from robotrl.tasks.humanoid import constants as C
+from robotrl.tasks.humanoid.config import HumanoidConfig
+
+
+class HumanoidTask(Task):
+    """Gymnasium's humanoid (17 motors) tracking velocity commands."""
+
+    name = "humanoid"
+    config_class = HumanoidConfig
+    cfg: HumanoidConfig
+
+    def build_model(self) -> mujoco.MjModel:
+        """Gymnasium's humanoid with Newton solver and implicit-fast integration (both backends)."""
+        spec = mujoco.MjSpec.from_file(C.model_path())
+        spec.option.solver = mujoco.mjtSolver.mjSOL_NEWTON
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+        spec.option.iterations = self.cfg.solver_iterations
+        spec.option.ls_iterations = 20
+        return spec.compile()
+
+    @property
+    def action_dim(self) -> int:
+        """17 motors."""
+        return len(C.JOINTS)
+
+    @property
+    def joint_names(self) -> list[str]:
+        """Actuated joints in action order."""
+        return list(C.JOINTS)
+
+    def obs_layout(self) -> list[tuple[str, int]]:
+        """Policy observation slices."""
+        a = self.action_dim
+        return [
+            ("torso_height", 1), ("projected_gravity", 3), ("base_lin_vel", 3), ("base_ang_vel", 3),
+            ("joint_pos", a), ("joint_vel", a), ("last_action", a), ("command", 2),
+        ]
+
+    def action_spec(self) -> dict[str, object]:
+        """Motor inputs: ``ctrl = ctrl_limit * action`` (strength randomization is sim-only)."""
+        high = self.sim.model.actuator_ctrlrange[:, 1].tolist() if self.sim else [0.4] * self.action_dim
+        return {"kind": "torque", "scale": high, "offset": [0.0] * self.action_dim,
+                "default_pose": [0.0] * self.action_dim}
+
+    def setup(self, sim) -> None:  # noqa: ANN001
+        """Bind qpos/qvel/ctrl and allocate command, strength and action buffers."""
+        super().setup(sim)
+        n, dev = self.num_envs, self.device
+        self.qpos, self.qvel, self.ctrl = sim.bind("qpos"), sim.bind("qvel"), sim.bind("ctrl")
+        model = sim.model
+        self.qpos0 = torch.as_tensor(model.qpos0, dtype=self.qpos.dtype, device=dev)
+        self.ctrl_high = torch.as_tensor(model.actuator_ctrlrange[:, 1], dtype=torch.float32, device=dev)
+        self.command = torch.zeros(n, 2, device=dev)
+        self.strength = torch.ones(n, self.action_dim, device=dev)
+        self.last_action = torch.zeros(n, self.action_dim, device=dev)
+        self.action = torch.zeros(n, self.action_dim, device=dev)
+        self.prev_action = torch.zeros(n, self.action_dim, device=dev)
+        self.steps = torch.zeros(n, dtype=torch.long, device=dev)
+        self.friction_scale = torch.ones(n, device=dev)
+        self.mass_scale = torch.ones(n, device=dev)
+        self._base_friction = torch.as_tensor(model.geom_friction.copy(), device=dev)
+        self._base_mass = torch.as_tensor(model.body_mass.copy(), device=dev)
+        self.step_dt = model.opt.timestep * self.cfg.frame_skip
+        self._resample_every = max(1, round(self.cfg.command_resample_s / self.step_dt))
+        self._push_every = round(self.cfg.push_interval_s / self.step_dt) if self.cfg.push_interval_s > 0 else 0
+        self._gen = torch.Generator(device=dev)
+        self._gen.manual_seed(12345)
+
+    # --- lifecycle -------------------------------------------------------------------
+    def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Standing pose plus small noise; a fresh velocity command."""
+        k, noise = ids.numel(), self.cfg.init_noise
+        qpos = self.qpos0.expand(k, -1).clone()
+        qpos[:, 7:] += uniform(-noise, noise, (k, qpos.shape[1] - 7), gen, self.device).to(qpos.dtype)
+        qvel = uniform(-noise, noise, (k, self.qvel.shape[1]), gen, self.device)
+        self.sim.reset(ids, qpos, qvel)
+        self.steps[ids] = 0
+        self.action[ids] = 0.0
+        self.prev_action[ids] = 0.0
+        self._resample(ids, gen)
+
+    def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Friction, link masses and motor strength per world."""
+        k, c = ids.numel(), self.cfg
+        self.friction_scale[ids] = uniform(*c.friction_range, (k,), gen, self.device)
+        self.mass_scale[ids] = uniform(*c.mass_range, (k,), gen, self.device)
+        self.strength[ids] = uniform(*c.strength_range, (k, self.action_dim), gen, self.device)
+        friction = self._base_friction.expand(k, -1, -1).clone()
+        friction[..., 0] *= self.friction_scale[ids, None].to(friction.dtype)
+        self.sim.set_model_field("geom_friction", ids, friction)
+        per_body = uniform(*c.mass_range, (k, self._base_mass.shape[0]), gen, self.device)
+        self.sim.set_model_field("body_mass", ids, self._base_mass * per_body.to(self._base_mass.dtype))
+
+    def apply_action(self, action: torch.Tensor) -> None:
+        """Motor controls = action * ctrl limit * per-world strength."""
+        self.prev_action.copy_(self.action)
+        self.action.copy_(action)
+        self.ctrl.copy_(action * self.ctrl_high * self.strength)
+
+    def update(self) -> None:
+        """Advance clocks; resample commands; apply pushes."""
+        self.steps += 1
+        due = (self.steps % self._resample_every == 0).nonzero().squeeze(1)
+        if due.numel():
+            self._resample(due, self._gen)
+        if self._push_every and self.cfg.randomize:
+            pushed = (self.steps % self._push_every == 0).nonzero().squeeze(1)
+            if pushed.numel():
+                kick = uniform(-self.cfg.push_vel, self.cfg.push_vel, (pushed.numel(), 2), self._gen, self.device)
+                self.qvel[pushed, :2] += kick.to(self.qvel.dtype)
+
+    def _resample(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        k = ids.numel()
+        vx = uniform(*self.cfg.cmd_vx, (k,), gen, self.device)
+        yaw = uniform(*self.cfg.cmd_yaw, (k,), gen, self.device)
+        stand = torch.rand(k, generator=gen, device=self.device) < self.cfg.standing_prob
+        self.command[ids] = torch.stack([vx, yaw], dim=1) * (~stand).unsqueeze(1)
+
+    # --- signals ---------------------------------------------------------------------
+    def _base_state(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        quat = self.qpos[:, 3:7].float()
+        lin_vel = quat_rotate_inverse(quat, self.qvel[:, :3].float())
+        gravity = quat_rotate_inverse(quat, torch.tensor([0.0, 0.0, -1.0], device=self.device).expand_as(lin_vel))
+        return lin_vel, self.qvel[:, 3:6].float(), gravity
+
+    def observe(self) -> dict[str, torch.Tensor]:
+        """Proprioception + command; the critic also sees friction, mass and strength."""
+        lin_vel, ang_vel, gravity = self._base_state()
+        policy = torch.cat(
+            [
+                self.qpos[:, 2:3].float(),
+                gravity,
+                lin_vel,
+                ang_vel * 0.25,
+                (self.qpos[:, 7:] - self.qpos0[7:]).float(),
+                self.qvel[:, 6:].float() * 0.1,
+                self.action,
+                self.command,
+            ],
+            dim=1,
+        )
+        privileged = torch.stack([self.friction_scale, self.mass_scale, self.strength.mean(1)], dim=1)
+        return {"policy": policy, "critic": torch.cat([policy, privileged], dim=1)}
+
+    def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Named reward terms (see module docstring)."""
+        lin_vel, ang_vel, gravity = self._base_state()
+        sigma = self.cfg.tracking_sigma
+        lin_err = (lin_vel[:, 0] - self.command[:, 0]).square() + lin_vel[:, 1].square()
+        yaw_err = (ang_vel[:, 2] - self.command[:, 1]).square()
+        return {
+            "track_lin_vel": torch.exp(-lin_err / sigma),
+            "track_yaw": torch.exp(-yaw_err / sigma),
+            "alive": torch.ones(self.num_envs, device=self.device),
+            "upright": -(1.0 + gravity[:, 2]),
+            "ctrl": -action.square().sum(1),
+            "action_rate": -(self.action - self.prev_action).square().sum(1),
+            "vertical_vel": -lin_vel[:, 2].square(),
+        }
+
+    def terminated(self) -> torch.Tensor:
+        """Fall: torso height outside the healthy range."""
+        z = self.qpos[:, 2]
+        return (z < C.HEALTHY_Z[0]) | (z > C.HEALTHY_Z[1])
+
+    def success(self) -> torch.Tensor:
+        """Still standing and tracking forward speed within 0.3 m/s."""
+        lin_vel, _, _ = self._base_state()
+        return ~self.terminated() & ((lin_vel[:, 0] - self.command[:, 0]).abs() < 0.3)
+
+    def episode_metrics(self) -> dict[str, torch.Tensor]:
+        """Forward speed in the body frame at episode end."""
+        lin_vel, _, _ = self._base_state()
+        return {"forward_vel": lin_vel[:, 0]}
+
+
+TASK = HumanoidTask
