@@ -22,7 +22,9 @@ def available() -> list[str]:
     """Names of the tasks that can be built here (their module imports)."""
     names = []
     for name, module in _REGISTRY.items():
-        if importlib.util.find_spec(module) is not None:
+        if importlib.util.find_spec(module) is None:
+            continue
+        if all(importlib.util.find_spec(f"{module}.{part}") is not None for part in ("config", "task")):
             names.append(name)
     return sorted(names)
 

@@ -25,6 +25,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+import numpy as np
 import torch
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ class Task(abc.ABC):
 
     name: ClassVar[str]
     config_class: ClassVar[type[TaskConfig]] = TaskConfig
+    eval_camera: ClassVar[str | int] = -1
 
     def __init__(self, cfg: TaskConfig, num_envs: int, device: torch.device) -> None:
         self.cfg = cfg
@@ -145,3 +147,11 @@ class Task(abc.ABC):
     def episode_metrics(self) -> dict[str, torch.Tensor]:
         """Extra ``(N,)`` per-world statistics, read when a world's episode ends."""
         return {}
+
+    def trace(self) -> dict[str, torch.Tensor]:
+        """Per-step ``(N, ...)`` quantities that ``robotrl eval`` records for plots."""
+        return {}
+
+    def eval_artifacts(self, trace: dict[str, np.ndarray], out_dir: str) -> list[str]:
+        """Write task-specific eval plots from world 0's ``trace`` (``(T, ...)`` arrays); return paths."""
+        return []

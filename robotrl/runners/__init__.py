@@ -1,1 +1,25 @@
-"""runners."""
+"""Runners own the training loop, devices, checkpoints, logging and progress."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+# algorithm name -> "module:Runner". Algorithms plug in here; configs name the algorithm only.
+_RUNNERS: dict[str, str] = {
+    "ppo": "robotrl.runners.on_policy:OnPolicyRunner",
+}
+
+
+def make_runner(cfg: Any, run_dir: str | Path, config_yaml: str = "") -> Any:
+    """The runner for ``cfg.algo.name``, built for ``cfg``.
+
+    Raises:
+        KeyError: unknown algorithm, with the valid names.
+    """
+    name = cfg.algo.name
+    if name not in _RUNNERS:
+        raise KeyError(f"Unknown algo {name!r}. Valid algorithms: {', '.join(sorted(_RUNNERS))}.")
+    module, cls = _RUNNERS[name].split(":")
+    return getattr(importlib.import_module(module), cls)(cfg, run_dir, config_yaml=config_yaml)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+
 
 
 def lean_model(model: mujoco.MjModel, size: tuple[int, int]) -> mujoco.MjModel:

@@ -22,6 +22,7 @@ class HumanoidTask(Task):
 
     name = "humanoid"
     config_class = HumanoidConfig
+    eval_camera = "track"
     cfg: HumanoidConfig
 
     def build_model(self) -> mujoco.MjModel:

@@ -1,0 +1,117 @@
+"""``robotrl`` command line: Hydra apps per subcommand.
+
+    robotrl train task=tool_use                 # train (Hydra overrides: algo=, sim=, policy=, key=value)
+    robotrl train task=humanoid --cfg job       # print the composed config
+    robotrl eval checkpoint=runs/humanoid/...   # metrics JSON, MP4 and learning-curve PNG
+    robotrl export checkpoint=...               # ONNX + JSON spec for robotrl-deploy
+    robotrl tools preview                       # contact sheet of procedural tools
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import sys
+from collections.abc import Callable
+from datetime import datetime
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from robotrl.config import register_configs
+from robotrl.logging import setup_logging
+
+log = logging.getLogger("robotrl.cli")
+
+CONFIG_PATH = "pkg://robotrl.configs"
+USAGE = __doc__ or ""
+
+# subcommand -> "module:function" taking argv (plain, non-Hydra subcommands)
+_PLAIN: dict[str, str] = {
+    "export": "robotrl.export.cli:main",
+    "collect": "robotrl.runners.collect:main",
+}
+
+
+def _run_dir(run_dir: str, task: str) -> str:
+    return run_dir or f"runs/{task}/{datetime.now():%Y-%m-%d_%H-%M-%S}"
+
+
+def _register_resolvers() -> None:
+    if not OmegaConf.has_resolver("robotrl.run_dir"):
+        OmegaConf.register_new_resolver("robotrl.run_dir", _run_dir, use_cache=True)
+
+
+def _train(cfg: DictConfig) -> None:
+    from robotrl.runners import make_runner
+
+    setup_logging(cfg.log_level)
+    config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
+    typed = OmegaConf.to_object(cfg)
+    run_dir = HydraConfig.get().runtime.output_dir
+    runner = make_runner(typed, run_dir, config_yaml=config_yaml)
+    last = runner.learn()
+    summary = {k: round(v, 4) if isinstance(v, float) else v for k, v in last.items()
+               if k.startswith(("episode/", "perf/steps", "iteration", "time_s"))}
+    print(f"run dir: {run_dir}\n{json.dumps(summary, indent=2)}")
+    print(f"next: robotrl eval checkpoint={run_dir}")
+
+
+def _eval(cfg: DictConfig) -> None:
+    from robotrl.runners.evaluate import evaluate
+
+    setup_logging("INFO")
+    result = evaluate(OmegaConf.to_object(cfg))
+    print(json.dumps(result, indent=2))
+
+
+def _hydra_app(fn: Callable[[DictConfig], None], config_name: str, argv: list[str]) -> int:
+    register_configs()
+    _register_resolvers()
+    app = hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name=config_name)(fn)
+    saved = sys.argv
+    sys.argv = [f"robotrl {config_name}", *argv]
+    try:
+        app()
+    finally:
+        sys.argv = saved
+    return 0
+
+
+def _tools(argv: list[str]) -> int:
+    if not argv or argv[0] != "preview":
+        print("usage: robotrl tools preview [--seed N] [--n N] [--out FILE]", file=sys.stderr)
+        return 2
+    return importlib.import_module("robotrl.tasks.tool_use.preview").main(argv[1:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``robotrl`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "train":
+        return _hydra_app(_train, "train", rest)
+    if cmd == "eval":
+        return _hydra_app(_eval, "eval", rest)
+    if cmd == "tools":
+        return _tools(rest)
+    if cmd in _PLAIN:
+        module, fn = _PLAIN[cmd].split(":")
+        try:
+            target = importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            print(f"robotrl {cmd} is not available in this install ({err}).", file=sys.stderr)
+            return 2
+        return int(getattr(target, fn)(rest) or 0)
+    valid = ", ".join(["train", "eval", "tools", *_PLAIN])
+    print(f"Unknown command {cmd!r}. Valid commands: {valid}.\n{USAGE}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Evaluation: roll out a checkpoint, report episode statistics, write a video and plots."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from robotrl.envs.task_env import TaskEnv
+from robotrl.policies.io import load_policy
+from robotrl.runners.checkpoint import resolve
+from robotrl.sim.backend import SimConfig
+from robotrl.tasks import config_class
+
+log = logging.getLogger(__name__)
+
+
+def task_config_from_meta(meta: dict[str, Any], **overrides: Any) -> Any:
+    """Rebuild the typed task config stored in a checkpoint, with ``overrides`` applied."""
+    name = meta["task"]["name"]
+    values = {**meta["task"]["config"], **overrides}
+    return config_class(name)(**values)
+
+
+def run_episodes(env: TaskEnv, policy: torch.nn.Module, episodes: int, deterministic: bool = True,
+                 on_step: Any = None) -> dict[str, float]:
+    """Roll ``policy`` until ``episodes`` episodes finish; return mean episode statistics.
+
+    ``on_step(step)`` is called after every env step (for video frames and traces).
+    """
+    obs = env.reset()
+    finished: dict[str, list[float]] = {}
+    limit = 2 * env.max_episode_length * max(1, -(-episodes // env.num_envs)) + 1
+    step = 0
+    with torch.no_grad():
+        while step < limit and len(finished.get("return", [])) < episodes:
+            action = policy.act_inference(obs["policy"]) if deterministic else policy.act(obs["policy"])[0]
+            obs, _, _, _, info = env.step(action)
+            step += 1
+            if on_step is not None:
+                on_step(step)
+            for key, value in info.get("episode", {}).items():
+                finished.setdefault(key, []).extend(value.cpu().tolist())
+    if not finished:
+        raise RuntimeError(f"No episode finished within {limit} steps; raise episodes or check the task's time limit.")
+    out = {k: float(np.mean(v)) for k, v in finished.items()}
+    out["episodes"] = float(len(finished["return"]))
+    return out
+
+
+def plot_learning_curve(run_dir: Path, out_path: Path) -> Path | None:
+    """Episode return and length against env steps, from ``metrics.jsonl``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from robotrl.logging import read_metrics
+
+    if not (run_dir / "metrics.jsonl").is_file():
+        log.warning("no metrics.jsonl in %s: skipping the learning curve", run_dir)
+        return None
+    rows = [r for r in read_metrics(run_dir) if r.get("episode/return") is not None]
+    if not rows:
+        return None
+    steps = [r["env_steps"] for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    axes[0].plot(steps, [r["episode/return"] for r in rows])
+    axes[0].set(xlabel="env steps", ylabel="mean episode return", title="return")
+    axes[1].plot(steps, [r.get("episode/length") for r in rows], color="tab:orange")
+    axes[1].set(xlabel="env steps", ylabel="mean episode length", title="episode length")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.suptitle(run_dir.name)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+    return out_path
+
+
+def evaluate(cfg: Any) -> dict[str, Any]:
+    """``robotrl eval``: statistics JSON, ``eval.mp4``, ``learning_curve.png`` and task plots."""
+    from robotrl.sim.render import BatchRenderer, write_video
+
+    weights = resolve(cfg.checkpoint)
+    run_dir = weights.parent.parent
+    out_dir = Path(cfg.out_dir) if cfg.out_dir else run_dir / "eval"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    policy, meta = load_policy(weights)
+    task_cfg = task_config_from_meta(meta, split=cfg.split, randomize=cfg.randomize)
+    env = TaskEnv(task_cfg, SimConfig(backend="cpu", num_envs=cfg.num_envs), seed=cfg.seed)
+    frames: list[np.ndarray] = []
+    trace: dict[str, list[np.ndarray]] = {}
+    renderer = None
+    if cfg.video:
+        renderer = BatchRenderer(env.sim.model, size=(cfg.video_size[0], cfg.video_size[1]), lean=False)
+    camera: str | int = cfg.camera if cfg.camera else env.task.eval_camera
+    if isinstance(camera, str) and camera.lstrip("-").isdigit():
+        camera = int(camera)
+
+    def on_step(step: int) -> None:
+        if step > cfg.video_steps:
+            return
+        for key, value in env.task.trace().items():
+            trace.setdefault(key, []).append(value[0].detach().cpu().numpy())
+        if renderer is not None:
+            model, data = env.sim.get_world(0)
+            frames.append(renderer.render_data(model, data, camera))
+
+    stats = run_episodes(env, policy, cfg.episodes, cfg.deterministic, on_step)
+    result: dict[str, Any] = {"checkpoint": str(weights), "task": meta["task"]["name"], "split": cfg.split,
+                              "env_steps_trained": meta.get("env_steps"), **stats}
+    if renderer is not None and frames:
+        result["video"] = write_video(frames, str(out_dir / "eval.mp4"), fps=max(1, round(1.0 / env.step_dt)))
+        renderer.close()
+    curve = plot_learning_curve(run_dir, out_dir / "learning_curve.png")
+    if curve is not None:
+        result["learning_curve"] = str(curve)
+    arrays = {k: np.stack(v) for k, v in trace.items()}
+    result["artifacts"] = env.task.eval_artifacts(arrays, str(out_dir))
+    with open(out_dir / f"eval_{cfg.split}.json", "w") as f:
+        json.dump(result, f, indent=2)
+    return result
