@@ -1,0 +1,471 @@
+"""Tool use (SimToolReal): move any procedurally generated tool to random 6-DoF goal poses.
+
+Each world holds one tool from the pool of ``cfg.split`` (per-world model fields), a
+16-joint hand on a KUKA iiwa (or a floating wrist) and a goal pose. Reaching a goal means
+``success_steps`` consecutive steps within ``goal_pos_tol`` / ``goal_rot_tol``; then a new
+goal is drawn, up to ``max_goals`` per episode.
+
+Reward terms (unscaled; weights in ``reward_scales``, DexPBT-style):
+``fingertip_approach`` improvement of each fingertip's closest distance to the tool box,
+until lifted; ``lift`` tool height above rest (clipped at ``lift_height``), until lifted;
+``lift_bonus`` 1 on the step the tool first rises ``lift_height``; ``keypoint_progress``
+improvement of the best-so-far max keypoint distance to the goal, after the lift;
+``goal_bonus`` 1 on each goal reached; ``joint_vel`` ``-sum(qvel^2)`` of the robot.
+
+Curriculum (``cfg.curriculum``), stage logged as the episode metric ``curriculum_stage``:
+0 ``reach`` (small spawn area, lift goals), 1 ``lift`` (full spawn area, lift goals straight
+above the spawn point), 2 ``goal`` (random 6-DoF goals). A stage advances when the smoothed
+rate of its skill (fingertips reached the tool; tool lifted) passes its threshold.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import mujoco
+import numpy as np
+import torch
+from robotrl.tasks.base import Task
+from robotrl.tasks.tool_use import constants as C
+from robotrl.tasks.tool_use import hand, tools
+from robotrl.tasks.tool_use import rewards as R
+from robotrl.tasks.tool_use.config import ToolUseConfig
+
+from robotrl.math import quat_angle_between, quat_from_axis_angle, quat_mul, random_quat, uniform
+
+log = logging.getLogger(__name__)
+
+STAGES = ("reach", "lift", "goal")
+TOOL_FIELDS = ("geom_type", "geom_size", "geom_pos", "geom_quat", "geom_rbound", "geom_aabb", "geom_contype",
+               "geom_conaffinity", "geom_rgba", "body_mass", "body_inertia", "body_ipos", "body_iquat")
+
+
+def build_scene(cfg: ToolUseConfig, tool: tools.ToolSpec) -> mujoco.MjSpec:
+    """Table plane, robot, ``tool`` and a visual-only goal marker (mocap), with a ``home`` keyframe."""
+    spec = mujoco.MjSpec()
+    spec.modelname = "tool_use"
+    opt = spec.option
+    opt.timestep = C.TIMESTEP
+    opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
+    opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
+    opt.iterations = cfg.solver_iterations
+    opt.ls_iterations = 10
+    world = spec.worldbody
+    world.add_light(pos=[0.5, 0, 1.5], dir=[0, 0, -1], diffuse=[0.8, 0.8, 0.8])
+    world.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[1.5, 1.5, 0.05],
+                   rgba=[0.8, 0.8, 0.75, 1], contype=C.TABLE_CONTYPE, conaffinity=C.TABLE_CONAFFINITY)
+    world.add_camera(name="overview", pos=[1.35, -0.75, 0.75], xyaxes=[0.5, 0.87, 0, -0.35, 0.2, 0.92])
+    hand.add_robot(spec, cfg.arm)
+    tools.add_tool(world, tool, pos=(*C.SPAWN_CENTER, tools.rest_height(tool)))
+    goal = world.add_body(name="goal", mocap=True, pos=[0.6, 0, 0.3])
+    for axis, rgba in zip(np.eye(3), ([1, 0, 0, 0.6], [0, 1, 0, 0.6], [0, 0, 1, 0.6]), strict=True):
+        goal.add_geom(type=mujoco.mjtGeom.mjGEOM_CAPSULE, size=[0.004, 0, 0],
+                      fromto=[0, 0, 0, *(0.06 * axis)], contype=0, conaffinity=0, rgba=rgba, group=2)
+    model = spec.compile()
+    joints = list(C.ARM_JOINTS if cfg.arm == "kuka_iiwa" else C.FLOATING_JOINTS)
+    home = hand.solve_home(model, joints).tolist()
+    spec.add_key(name="home", qpos=home, mpos=[0.6, 0, 0.3], mquat=[1, 0, 0, 0])
+    return spec
+
+
+class ToolUseTask(Task):
+    """Dexterous hand on an arm moving procedurally generated tools to 6-DoF goals."""
+
+    name = "tool_use"
+    config_class = ToolUseConfig
+    cfg: ToolUseConfig
+
+    def __init__(self, cfg: ToolUseConfig, num_envs: int, device: torch.device) -> None:
+        super().__init__(cfg, num_envs, device)
+        self.pool = tools.tool_pool(cfg.split, cfg.tools_per_family, cfg.tool_seed)
+        self.arm_joints = list(C.ARM_JOINTS if cfg.arm == "kuka_iiwa" else C.FLOATING_JOINTS)
+
+    # --- model -----------------------------------------------------------------------
+    def build_model(self) -> mujoco.MjModel:
+        """Compile the scene (Newton solver, implicit-fast) with the pool's first tool as default."""
+        return build_scene(self.cfg, self.pool[0]).compile()
+
+    @property
+    def action_dim(self) -> int:
+        """Arm (7, or 6 for the floating wrist) plus 16 hand joints."""
+        return len(self.arm_joints) + len(C.hand_joint_names())
+
+    @property
+    def joint_names(self) -> list[str]:
+        """Actuated joints in action order."""
+        return self.arm_joints + list(C.hand_joint_names())
+
+    def obs_layout(self) -> list[tuple[str, int]]:
+        """Policy observation slices."""
+        a = self.action_dim
+        return [("keypoints_rel_palm", 24), ("keypoints_rel_goal", 24), ("tool_scale", 3), ("joint_pos", a),
+                ("joint_vel", a), ("palm_pos", 3), ("palm_quat", 4), ("prev_targets", a), ("lifted", 1)]
+
+    def action_spec(self) -> dict[str, object]:
+        """Arm targets are relative (``target += scale * a``), hand targets absolute with smoothing."""
+        lo, hi = self._ranges() if self.sim else (np.zeros(self.action_dim), np.ones(self.action_dim))
+        na = len(self.arm_joints)
+        scale = [self.cfg.arm_action_scale] * na + ((hi - lo) / 2)[na:].tolist()
+        offset = [0.0] * na + ((hi + lo) / 2)[na:].tolist()
+        home = self._home[self._qadr].tolist() if self.sim else [0.0] * self.action_dim
+        return {"kind": "position", "scale": scale, "offset": offset, "default_pose": home,
+                "relative": [True] * na + [False] * (self.action_dim - na), "ema": self.cfg.hand_action_ema}
+
+    def _ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        rng = self.sim.model.actuator_ctrlrange
+        return rng[:, 0].copy(), rng[:, 1].copy()
+
+    # --- setup -----------------------------------------------------------------------
+    def setup(self, sim) -> None:  # noqa: ANN001
+        """Bind views, find ids, load the tool pool's fields, allocate per-world buffers."""
+        super().setup(sim)
+        m, n, dev, cfg = sim.model, self.num_envs, self.device, self.cfg
+        self.qpos, self.qvel, self.ctrl = sim.bind("qpos"), sim.bind("qvel"), sim.bind("ctrl")
+        self.xpos, self.xquat, self.site_xpos = sim.bind("xpos"), sim.bind("xquat"), sim.bind("site_xpos")
+        self.mocap_pos, self.mocap_quat = sim.bind("mocap_pos"), sim.bind("mocap_quat")
+        self.xfrc = sim.bind("xfrc_applied")
+        ids = {name: m.joint(name).id for name in self.joint_names}
+        self._qadr = torch.tensor([m.jnt_qposadr[i] for i in ids.values()], device=dev)
+        self._dadr = torch.tensor([m.jnt_dofadr[i] for i in ids.values()], device=dev)
+        tool_joint = m.joint("tool_joint").id
+        self._tq, self._tv = int(m.jnt_qposadr[tool_joint]), int(m.jnt_dofadr[tool_joint])
+        self._tool_body = m.body("tool").id
+        self._tool_geoms = torch.tensor([m.geom("tool_handle").id, m.geom("tool_head").id], device=dev)
+        self._palm = m.body(C.PALM_BODY).id
+        self._tips = torch.tensor([m.site(s).id for s in C.FINGERTIP_SITES], device=dev)
+        self._home = torch.as_tensor(m.key("home").qpos.copy(), device=dev)
+        lo, hi = self._ranges()
+        self.lo = torch.as_tensor(lo, dtype=torch.float32, device=dev)
+        self.hi = torch.as_tensor(hi, dtype=torch.float32, device=dev)
+        self._na = len(self.arm_joints)
+        self.step_dt = m.opt.timestep * cfg.frame_skip
+        fields = tools.tool_fields(self.pool)
+        names = (*TOOL_FIELDS, "bbox_center", "bbox_half", "rest_z", "family")
+        self.pool_fields = {k: torch.as_tensor(getattr(fields, k), device=dev) for k in names}
+        self._fields = {k: torch.as_tensor(np.broadcast_to(getattr(m, k), (n, *getattr(m, k).shape)).copy(),
+                                           device=dev) for k in (*TOOL_FIELDS, "geom_friction")}
+        self._base_friction = torch.as_tensor(m.geom_friction.copy(), device=dev)
+        self._base_gain = torch.as_tensor(m.actuator_gainprm.copy(), device=dev)
+        self._base_bias = torch.as_tensor(m.actuator_biasprm.copy(), device=dev)
+        self._base_damping = torch.as_tensor(m.dof_damping.copy(), device=dev)
+        z = lambda *s, dt=torch.float32: torch.zeros(n, *s, dtype=dt, device=dev)  # noqa: E731
+        self.tool_id = z(dt=torch.long)
+        self.bbox_center, self.bbox_half, self.rest_z, self._spawn_z = z(3), z(3), z(), z()
+        self.kp_local = z(8, 3)
+        self.spawn_pos, self.spawn_quat = z(3), z(4)
+        self.goal_pos, self.goal_quat = z(3), z(4)
+        self.targets, self.prev_targets = z(self.action_dim), z(self.action_dim)
+        self.best_tip, self.best_kp = z(len(C.FINGERTIP_SITES)), z()
+        self.lifted, self.reached = z(dt=torch.bool), z(dt=torch.bool)
+        self.dropped, self.fell = z(dt=torch.bool), z(dt=torch.bool)
+        self.near_steps, self.goals_reached, self.steps = z(dt=torch.long), z(dt=torch.long), z(dt=torch.long)
+        self.mass_scale, self.friction_scale, self.damping_scale = z() + 1, z() + 1, z() + 1
+        self.gain_scale = z(self.action_dim) + 1
+        self._terms: dict[str, torch.Tensor] = {}
+        self._obs_delay, self._pose_delay = z(dt=torch.long), z(dt=torch.long)
+        self._pose_hist = torch.zeros(cfg.object_delay_max + 1, n, 7, device=dev)
+        self._obs_hist: torch.Tensor | None = None
+        self._fresh = torch.ones(n, dtype=torch.bool, device=dev)
+        self._arange = torch.arange(n, device=dev)
+        self.stage = 0 if cfg.curriculum else len(STAGES) - 1
+        self._rates = torch.zeros(2, device=dev)
+        self._stage_episodes = 0
+        self._gen = torch.Generator(device=dev)
+        self._gen.manual_seed(cfg.tool_seed + 1)
+
+    # --- lifecycle -------------------------------------------------------------------
+    def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Dynamics x``dynamics_range``: tool mass, friction, actuator gains, joint damping (per world)."""
+        c, k = self.cfg, ids.numel()
+        if not c.dr_dynamics:
+            return
+        lo, hi = c.dynamics_range
+        self.mass_scale[ids] = uniform(lo, hi, (k,), gen, self.device)
+        self.friction_scale[ids] = uniform(lo, hi, (k,), gen, self.device)
+        self.damping_scale[ids] = uniform(lo, hi, (k,), gen, self.device)
+        self.gain_scale[ids] = uniform(lo, hi, (k, self.action_dim), gen, self.device)
+        gs = self.gain_scale[ids].to(self._base_gain.dtype)
+        gain = self._base_gain.expand(k, -1, -1).clone()
+        bias = self._base_bias.expand(k, -1, -1).clone()
+        gain[..., 0] *= gs
+        bias[..., 1] *= gs
+        self.sim.set_model_field("actuator_gainprm", ids, gain)
+        self.sim.set_model_field("actuator_biasprm", ids, bias)
+        damping = self._base_damping * self.damping_scale[ids, None].to(self._base_damping.dtype)
+        self.sim.set_model_field("dof_damping", ids, damping)
+
+    def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        """New tool, tool pose on the table, robot at home, new goal; advance the curriculum."""
+        self._update_curriculum(ids)
+        k, c, dev = ids.numel(), self.cfg, self.device
+        self.tool_id[ids] = torch.randint(0, len(self.pool), (k,), generator=gen, device=dev)
+        self._write_tool(ids)
+        spread = c.spawn_range * (0.4 if self.stage == 0 else 1.0)
+        xy = torch.tensor(C.SPAWN_CENTER, device=dev) + uniform(-spread, spread, (k, 2), gen, dev)
+        self.spawn_pos[ids] = torch.cat([xy, (self._spawn_z[ids] + 0.002)[:, None]], dim=1)
+        yaw = uniform(-np.pi, np.pi, (k,), gen, dev)
+        self.spawn_quat[ids] = quat_from_axis_angle(torch.tensor([0.0, 0, 1], device=dev).expand(k, 3), yaw)
+        qpos = self._home.expand(k, -1).clone()
+        hand_q = self._qadr[self._na:]
+        qpos[:, hand_q] += uniform(-0.05, 0.05, (k, hand_q.numel()), gen, dev).to(qpos.dtype)
+        qpos[:, self._tq:self._tq + 3] = self.spawn_pos[ids].to(qpos.dtype)
+        qpos[:, self._tq + 3:self._tq + 7] = self.spawn_quat[ids].to(qpos.dtype)
+        self.sim.reset(ids, qpos, torch.zeros(k, self.qvel.shape[1], device=dev))
+        self.targets[ids] = qpos[:, self._qadr].float().clamp(self.lo, self.hi)
+        self.prev_targets[ids] = self.targets[ids]
+        self.ctrl[ids] = self.targets[ids].to(self.ctrl.dtype)
+        for buf in (self.lifted, self.reached, self.dropped, self.fell):
+            buf[ids] = False
+        for buf in (self.near_steps, self.goals_reached, self.steps):
+            buf[ids] = 0
+        self.xfrc[ids, self._tool_body] = 0.0
+        self._new_goal(ids, gen)
+        self.best_tip[ids] = self._tip_distance()[ids]
+        self.best_kp[ids] = self._kp_goal_distance()[ids]
+        self._obs_delay[ids] = self._delays(k, c.obs_delay_max, gen)
+        self._pose_delay[ids] = self._delays(k, c.object_delay_max if c.dr_object_pose else 0, gen)
+        self._pose_hist[:, ids] = self._tool_pose()[ids].float()
+        self._fresh[ids] = True
+
+    def _delays(self, k: int, high: int, gen: torch.Generator) -> torch.Tensor:
+        if high <= 0 or not self.cfg.randomize:
+            return torch.zeros(k, dtype=torch.long, device=self.device)
+        return torch.randint(0, high + 1, (k,), generator=gen, device=self.device)
+
+    def _write_tool(self, ids: torch.Tensor) -> None:
+        """Per-world tool geometry, mass and inertia (mass and friction scaled by the DR factors)."""
+        tid, geoms, body = self.tool_id[ids], self._tool_geoms, self._tool_body
+        for name in TOOL_FIELDS:
+            buf, src = self._fields[name], self.pool_fields[name][tid]
+            if name == "body_mass":
+                buf[ids, body] = src * self.mass_scale[ids].to(src.dtype)
+            elif name == "body_inertia":
+                buf[ids, body] = src * self.mass_scale[ids, None].to(src.dtype)
+            elif name.startswith("body_"):
+                buf[ids, body] = src
+            else:
+                buf[ids[:, None], geoms[None, :]] = src.to(buf.dtype)
+            self.sim.set_model_field(name, ids, buf[ids])
+        friction = self._base_friction * self.friction_scale[ids, None, None].to(self._base_friction.dtype)
+        self.sim.set_model_field("geom_friction", ids, friction)
+        self.bbox_center[ids] = self.pool_fields["bbox_center"][tid].float()
+        self.bbox_half[ids] = self.pool_fields["bbox_half"][tid].float()
+        self.rest_z[ids] = self.pool_fields["rest_z"][tid].float()
+        self._spawn_z[ids] = self.bbox_half[ids, 2]
+        self.kp_local[ids] = R.keypoints_local(self.bbox_center[ids], self.bbox_half[ids],
+                                               self.cfg.keypoint_min_half)
+
+    def _new_goal(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Goals: above the spawn point (reach/lift stages) or random 6-DoF poses (goal stage)."""
+        k, c, dev = ids.numel(), self.cfg, self.device
+        if self.stage < 2:
+            h = c.lift_goal_height
+            offset = torch.cat([uniform(-0.03, 0.03, (k, 2), gen, dev),
+                                uniform(h - 0.05, h + 0.05, (k, 1), gen, dev)], dim=1)
+            self.goal_pos[ids] = self.spawn_pos[ids] + offset
+            self.goal_quat[ids] = self.spawn_quat[ids]
+        else:
+            low = torch.tensor(c.goal_region_low, device=dev)
+            high = torch.tensor(c.goal_region_high, device=dev)
+            self.goal_pos[ids] = low + (high - low) * torch.rand(k, 3, generator=gen, device=dev)
+            axis = random_quat(k, gen, dev)[:, 1:]
+            axis = axis / axis.norm(dim=1, keepdim=True).clamp(min=1e-6)
+            angle = uniform(0.0, c.goal_rot_range, (k,), gen, dev)
+            self.goal_quat[ids] = quat_mul(quat_from_axis_angle(axis, angle), self.spawn_quat[ids])
+        self.mocap_pos[ids, 0] = self.goal_pos[ids].to(self.mocap_pos.dtype)
+        self.mocap_quat[ids, 0] = self.goal_quat[ids].to(self.mocap_quat.dtype)
+        self.near_steps[ids] = 0
+
+    def _update_curriculum(self, ids: torch.Tensor) -> None:
+        """Fold the finished episodes' reach/lift outcomes into smoothed rates; advance the stage."""
+        done = ids[self.steps[ids] > 0]
+        if not self.cfg.curriculum or done.numel() == 0 or self.stage >= len(STAGES) - 1:
+            return
+        outcome = torch.stack([self.reached[done].float(), self.lifted[done].float()])  # (2, k)
+        alpha = self.cfg.curriculum_ema
+        for value in outcome.unbind(1):
+            self._rates = (1 - alpha) * self._rates + alpha * value
+        self._stage_episodes += int(done.numel())
+        if (self._stage_episodes >= self.cfg.curriculum_min_episodes
+                and float(self._rates[self.stage]) >= self.cfg.curriculum_thresholds[self.stage]):
+            self.stage += 1
+            self._stage_episodes = 0
+            log.info("tool_use curriculum: stage %d (%s), rates reach=%.2f lift=%.2f", self.stage,
+                     STAGES[self.stage], float(self._rates[0]), float(self._rates[1]))
+
+    def apply_action(self, action: torch.Tensor) -> None:
+        """Arm targets move by ``arm_action_scale * a``; hand targets track ``a`` mapped onto joint ranges."""
+        na, c = self._na, self.cfg
+        self.prev_targets.copy_(self.targets)
+        arm = self.targets[:, :na] + c.arm_action_scale * action[:, :na]
+        hand_abs = self.lo[na:] + (action[:, na:] + 1) * 0.5 * (self.hi[na:] - self.lo[na:])
+        hand_t = c.hand_action_ema * hand_abs + (1 - c.hand_action_ema) * self.targets[:, na:]
+        self.targets.copy_(torch.cat([arm, hand_t], dim=1).clamp(self.lo, self.hi))
+        self.ctrl.copy_(self.targets.to(self.ctrl.dtype))
+
+    # --- per-step state --------------------------------------------------------------
+    def _tool_pose(self) -> torch.Tensor:
+        return self.qpos[:, self._tq:self._tq + 7].float()
+
+    def _tip_distance(self) -> torch.Tensor:
+        pose = self._tool_pose()
+        tips = self.site_xpos[:, self._tips].float()
+        return R.box_distance(tips, pose[:, :3], pose[:, 3:], self.bbox_center, self.bbox_half)
+
+    def _kp_goal_distance(self) -> torch.Tensor:
+        pose = self._tool_pose()
+        kp = R.to_world(pose[:, :3], pose[:, 3:], self.kp_local)
+        return R.max_keypoint_distance(kp, R.to_world(self.goal_pos, self.goal_quat, self.kp_local))
+
+    def goal_errors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Position (m) and orientation (rad) error ``(N,)`` of the tool frame to its goal."""
+        pose = self._tool_pose()
+        return (pose[:, :3] - self.goal_pos).norm(dim=1), quat_angle_between(pose[:, 3:], self.goal_quat)
+
+    def update(self) -> None:
+        """Flags, best-so-far distances, the reward terms, goal switches and force kicks."""
+        c = self.cfg
+        self.steps += 1
+        height = self._tool_pose()[:, 2] - self.rest_z
+        tip = self._tip_distance()
+        self.reached |= tip.mean(dim=1) < c.reach_dist
+        approach, self.best_tip = R.fingertip_approach(self.best_tip, tip, ~self.lifted)
+        lift = R.lift(height, self.lifted, c.lift_height)
+        newly_lifted = ~self.lifted & (height >= c.lift_height)
+        self.lifted |= newly_lifted
+        kp_dist = self._kp_goal_distance()
+        self.best_kp = torch.where(newly_lifted, kp_dist, self.best_kp)
+        progress, self.best_kp = R.keypoint_progress(self.best_kp, kp_dist, self.lifted)
+        pos_err, rot_err = self.goal_errors()
+        near = (pos_err < c.goal_pos_tol) & (rot_err < c.goal_rot_tol)
+        self.near_steps = torch.where(near, self.near_steps + 1, torch.zeros_like(self.near_steps))
+        reached_goal = self.near_steps >= c.success_steps
+        self.goals_reached += reached_goal.long()
+        hit = reached_goal.nonzero().squeeze(1)
+        if hit.numel():
+            self._new_goal(hit, self._gen)
+            self.best_kp[hit] = self._kp_goal_distance()[hit]
+        self.dropped = self.lifted & (height < c.drop_height)
+        pos = self._tool_pose()[:, :3]
+        self.fell = (pos[:, 2] < -0.05) | ((pos[:, :2] - self.spawn_pos[:, :2]).norm(dim=1) > 0.6)
+        self._terms = {
+            "fingertip_approach": approach,
+            "lift": lift,
+            "lift_bonus": newly_lifted.float(),
+            "keypoint_progress": progress,
+            "goal_bonus": reached_goal.float(),
+            "joint_vel": R.joint_velocity_penalty(self.qvel[:, self._dadr].float()),
+        }
+        self._kick()
+
+    def _kick(self) -> None:
+        c = self.cfg
+        if not (c.randomize and c.dr_kicks):
+            return
+        self.xfrc[:, self._tool_body] = 0.0
+        draw = torch.rand(self.num_envs, generator=self._gen, device=self.device)
+        hit = (draw < c.kick_prob).nonzero().squeeze(1)
+        if hit.numel() == 0:
+            return
+        mass = self._fields["body_mass"][hit, self._tool_body].float()
+        direction = torch.randn(hit.numel(), 6, generator=self._gen, device=self.device)
+        direction[:, :3] /= direction[:, :3].norm(dim=1, keepdim=True).clamp(min=1e-6)
+        direction[:, 3:] /= direction[:, 3:].norm(dim=1, keepdim=True).clamp(min=1e-6)
+        wrench = direction * c.kick_accel * mass[:, None]
+        wrench[:, 3:] *= 0.1
+        self.xfrc[hit, self._tool_body] = wrench.to(self.xfrc.dtype)
+
+    # --- signals ---------------------------------------------------------------------
+    def _observed_pose(self) -> torch.Tensor:
+        """Tool pose the policy sees: true pose, optionally noisy and delayed per world."""
+        pose = self._tool_pose()
+        c = self.cfg
+        if not (c.randomize and c.dr_object_pose):
+            return pose
+        n, dev = self.num_envs, self.device
+        noisy_pos = pose[:, :3] + c.object_pos_noise * torch.randn(n, 3, generator=self._gen, device=dev)
+        axis = torch.randn(n, 3, generator=self._gen, device=dev)
+        axis = axis / axis.norm(dim=1, keepdim=True).clamp(min=1e-6)
+        angle = c.object_rot_noise * torch.randn(n, generator=self._gen, device=dev)
+        noisy_quat = quat_mul(quat_from_axis_angle(axis, angle), pose[:, 3:])
+        self._pose_hist = torch.roll(self._pose_hist, 1, dims=0)
+        self._pose_hist[0] = torch.cat([noisy_pos, noisy_quat], dim=1)
+        return self._pose_hist[self._pose_delay, self._arange]
+
+    def _policy_obs(self, pose: torch.Tensor) -> torch.Tensor:
+        kp = R.to_world(pose[:, :3], pose[:, 3:], self.kp_local)
+        goal_kp = R.to_world(self.goal_pos, self.goal_quat, self.kp_local)
+        palm_pos = self.xpos[:, self._palm].float()
+        span = (self.hi - self.lo).clamp(min=1e-6)
+        return torch.cat([
+            (kp - palm_pos[:, None]).flatten(1),
+            (kp - goal_kp).flatten(1),
+            self.bbox_half * 10.0,
+            2 * (self.qpos[:, self._qadr].float() - self.lo) / span - 1,
+            self.qvel[:, self._dadr].float() * 0.1,
+            palm_pos - torch.tensor(C.PALM_HOME_POS, device=self.device),
+            self.xquat[:, self._palm].float(),
+            2 * (self.targets - self.lo) / span - 1,
+            self.lifted.float()[:, None],
+        ], dim=1)
+
+    def observe(self) -> dict[str, torch.Tensor]:
+        """Policy: keypoints, scale, joints, palm pose, targets (noisy, delayed); critic: true + extras."""
+        true_obs = self._policy_obs(self._tool_pose())
+        policy = self._policy_obs(self._observed_pose())
+        if self.cfg.randomize and self.cfg.obs_delay_max > 0:
+            if self._obs_hist is None:
+                self._obs_hist = policy.expand(self.cfg.obs_delay_max + 1, -1, -1).clone()
+            self._obs_hist = torch.roll(self._obs_hist, 1, dims=0)
+            if bool(self._fresh.any()):
+                fresh = self._fresh.nonzero().squeeze(1)
+                self._obs_hist[:, fresh] = policy[fresh]
+            self._obs_hist[0] = policy
+            policy = self._obs_hist[self._obs_delay, self._arange]
+        self._fresh[:] = False
+        pos_err, rot_err = self.goal_errors()
+        privileged = torch.cat([
+            self.qvel[:, self._tv:self._tv + 6].float(),
+            self._fields["body_mass"][:, self._tool_body, None].float(),
+            self.friction_scale[:, None], self.damping_scale[:, None], self.gain_scale.mean(1, keepdim=True),
+            self._tip_distance(), pos_err[:, None], rot_err[:, None],
+            torch.full((self.num_envs, 1), self.stage / 2.0, device=self.device),
+        ], dim=1)
+        return {"policy": policy, "critic": torch.cat([true_obs, privileged], dim=1)}
+
+    def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The named terms computed by ``update`` for this step (see module docstring)."""
+        return self._terms
+
+    def terminated(self) -> torch.Tensor:
+        """Dropped after lifting, fell off the workspace, or ``max_goals`` reached."""
+        return self.dropped | self.fell | (self.goals_reached >= self.cfg.max_goals)
+
+    def success(self) -> torch.Tensor:
+        """At least one goal reached this episode."""
+        return self.goals_reached > 0
+
+    def episode_metrics(self) -> dict[str, torch.Tensor]:
+        """Goals reached, drop, lift and reach flags, and the curriculum stage."""
+        pos_err, rot_err = self.goal_errors()
+        return {"goals_reached": self.goals_reached.float(), "dropped": self.dropped.float(),
+                "lifted": self.lifted.float(), "reached": self.reached.float(),
+                "curriculum_stage": torch.full((self.num_envs,), float(self.stage), device=self.device),
+                "goal_pos_err": pos_err, "goal_rot_err": rot_err,
+                "tool_family": self.pool_fields["family"][self.tool_id].float()}
+
+    def trace(self) -> dict[str, torch.Tensor]:
+        """Per-step goal errors, tool height and flags for ``robotrl eval`` plots."""
+        pos_err, rot_err = self.goal_errors()
+        return {"goal_pos_err": pos_err, "goal_rot_err": rot_err, "tool_height": self._tool_pose()[:, 2],
+                "goals_reached": self.goals_reached.float(), "lifted": self.lifted.float()}
+
+    def eval_artifacts(self, trace: dict[str, np.ndarray], out_dir: str) -> list[str]:
+        """Plot world 0's goal errors, tool height and goals reached over time (``tool_use_trace.png``)."""
+        from robotrl.tasks.tool_use.preview import plot_trace
+
+        return [plot_trace(trace, out_dir, self.step_dt if self.sim else 0.02)]
+
+
+TASK = ToolUseTask
