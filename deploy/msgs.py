@@ -342,6 +342,12 @@ def stamp(seconds: float) -> Time:
     return Time(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
 
 
+def duration(seconds: float) -> Duration:
+    """A ``Duration`` from float seconds."""
+    t = stamp(seconds)
+    return Duration(sec=t.sec, nanosec=t.nanosec)
+
+
 def to_seconds(time: Time) -> float:
     """Float seconds of a ``Time`` or ``Duration``."""
     return time.sec + time.nanosec * 1e-9

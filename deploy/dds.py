@@ -1,0 +1,135 @@
+"""Cyclone DDS transport that speaks ROS 2's wire conventions without a ROS install.
+
+ROS topic ``/x/y`` is DDS topic ``rt/x/y``; types are the ``pkg::msg::dds_::T_`` structs
+of ``robotrl.deploy.msgs`` (XCDR1, final, keyless); the domain is ``ROS_DOMAIN_ID``.
+Endpoint USER_DATA carries ``typehash=RIHS01_<hex>;`` as Jazzy publishes it, when
+``rosbags`` can compute the hash.
+
+``localhost_only=True`` confines discovery and data to the loopback interface with
+unicast peers (no multicast), like ``ROS_LOCALHOST_ONLY=1``/``ROS_AUTOMATIC_DISCOVERY_RANGE
+=LOCALHOST``. It works by setting ``CYCLONEDDS_URI`` before the first participant of the
+process is created, so it is a per-process choice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from robotrl.deploy.transport import COMMAND_QOS, SENSOR_QOS, Publisher, Qos, Subscription, Transport
+
+try:
+    from cyclonedds.domain import DomainParticipant
+    from cyclonedds.pub import DataWriter
+    from cyclonedds.qos import Policy
+    from cyclonedds.qos import Qos as DdsQos
+    from cyclonedds.sub import DataReader
+    from cyclonedds.topic import Topic
+    from cyclonedds.util import duration
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("The Cyclone DDS transport needs cyclonedds: pip install robotrl[deploy]") from exc
+
+log = logging.getLogger(__name__)
+
+LOCALHOST_CONFIG = (
+    "<CycloneDDS><Domain id=\"any\"><General><Interfaces><NetworkInterface address=\"127.0.0.1\"/>"
+    "</Interfaces><AllowMulticast>false</AllowMulticast></General><Discovery>"
+    "<ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>120</MaxAutoParticipantIndex>"
+    "<Peers><Peer address=\"127.0.0.1\"/></Peers></Discovery></Domain></CycloneDDS>"
+)
+
+_TYPEHASH_CACHE: dict[str, bytes] = {}
+
+
+def dds_topic_name(topic: str) -> str:
+    """``/joint_states`` -> ``rt/joint_states`` (ROS 2 topic mangling)."""
+    if not topic.startswith("/"):
+        raise ValueError(f"Topic {topic!r} must be fully qualified (start with '/').")
+    return "rt" + topic
+
+
+def type_hash_user_data(ros_type: str) -> bytes:
+    """``typehash=RIHS01_<hex>;`` for endpoint USER_DATA, or b"" if rosbags is missing."""
+    if ros_type not in _TYPEHASH_CACHE:
+        try:
+            from rosbags.typesys import Stores, get_typestore
+
+            store = get_typestore(Stores.ROS2_JAZZY)
+            _TYPEHASH_CACHE[ros_type] = f"typehash={store.hash_rihs01(ros_type)};".encode()
+        except (ImportError, KeyError) as exc:
+            log.debug("no type hash for %s: %s", ros_type, exc)
+            _TYPEHASH_CACHE[ros_type] = b""
+    return _TYPEHASH_CACHE[ros_type]
+
+
+def _dds_qos(qos: Qos, user_data: bytes) -> DdsQos:
+    policies = [
+        Policy.Reliability.Reliable(max_blocking_time=duration(milliseconds=100)) if qos.reliable else Policy.Reliability.BestEffort,
+        Policy.History.KeepLast(qos.depth),
+        Policy.Durability.TransientLocal if qos.transient_local else Policy.Durability.Volatile,
+    ]
+    if user_data:
+        policies.append(Policy.Userdata(user_data))
+    return DdsQos(*policies)
+
+
+class _DdsPublisher(Publisher):
+    def __init__(self, writer: DataWriter) -> None:
+        self._writer = writer
+
+    def publish(self, msg: Any) -> None:
+        self._writer.write(msg)
+
+    def matched(self) -> int:
+        return self._writer.get_publication_matched_status().current_count
+
+
+class _DdsSubscription(Subscription):
+    def __init__(self, reader: DataReader, msg_type: type, depth: int) -> None:
+        self._reader, self._type, self._depth = reader, msg_type, depth
+
+    def take(self) -> list[Any]:
+        # Drops invalid samples (dispose/unregister notifications), which carry no data.
+        return [s for s in self._reader.take(max(self._depth, 1)) if isinstance(s, self._type)]
+
+    def matched(self) -> int:
+        return self._reader.get_subscription_matched_status().current_count
+
+
+class CycloneTransport(Transport):
+    """ROS 2-compatible transport over the PyPI ``cyclonedds`` binding (see module docstring)."""
+
+    name = "cyclonedds"
+
+    def __init__(self, domain_id: int = 0, localhost_only: bool = False) -> None:
+        if localhost_only:
+            current = os.environ.get("CYCLONEDDS_URI")
+            if current and current != LOCALHOST_CONFIG:
+                log.warning("localhost_only overrides CYCLONEDDS_URI=%s for this process", current)
+            os.environ["CYCLONEDDS_URI"] = LOCALHOST_CONFIG
+        self.domain_id = domain_id
+        self.participant = DomainParticipant(domain_id)
+        self._topics: dict[str, Topic] = {}
+
+    def _topic(self, topic: str, msg_type: type) -> Topic:
+        name = dds_topic_name(topic)
+        if name not in self._topics:
+            self._topics[name] = Topic(self.participant, name, msg_type)
+        return self._topics[name]
+
+    def publisher(self, topic: str, msg_type: type, qos: Qos = COMMAND_QOS) -> Publisher:
+        """A DataWriter on ``rt<topic>``."""
+        user_data = type_hash_user_data(msg_type.ros_type)
+        return _DdsPublisher(DataWriter(self.participant, self._topic(topic, msg_type), _dds_qos(qos, user_data)))
+
+    def subscription(self, topic: str, msg_type: type, qos: Qos = SENSOR_QOS) -> Subscription:
+        """A DataReader on ``rt<topic>``."""
+        user_data = type_hash_user_data(msg_type.ros_type)
+        reader = DataReader(self.participant, self._topic(topic, msg_type), _dds_qos(qos, user_data))
+        return _DdsSubscription(reader, msg_type, qos.depth)
+
+    def close(self) -> None:
+        """Delete the participant and everything it owns."""
+        self._topics.clear()
+        self.participant = None  # the binding deletes the DDS entities when collected

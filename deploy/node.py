@@ -1,0 +1,312 @@
+"""``robotrl-deploy``: the policy node. Topics in, safety chain, commands out, on absolute deadlines.
+
+Usage (what a launch ``<node>`` runs)::
+
+    robotrl-deploy policy:=export/policy.json robot:=humanoid_sim \\
+        --ros-args -r __node:=robotrl_deploy --params-file params.yaml
+
+Parameters (``/**: ros__parameters:`` YAML, ``-p name:=value`` or ``name:=value``):
+``policy`` (spec JSON), ``robot`` (profile name or YAML), ``transport`` (auto | cyclonedds |
+rclpy), ``domain_id`` (default ``$ROS_DOMAIN_ID`` or 0), ``localhost_only``, ``record_dir``
+("" = no bags), ``bag_version`` (9 Jazzy, 8 Humble), ``auto_arm`` (null = profile),
+``rate_hz`` (null = profile, then policy), ``duration_s`` (0 = until SIGINT),
+``shutdown_s`` (how long the safe command is sent after SIGINT/SIGTERM), ``log_level``.
+
+Each period the loop wakes at ``t0 + k * period`` (monotonic clock), drains the inputs,
+runs ``SafetyChain.step`` and publishes the command, the debug topics
+(``<debug_prefix>/observation|action|command|timing``) and, at 10 Hz or on an event,
+``/robotrl/status``. A wake-up later than one period counts as a missed period and the
+schedule skips ahead, never bunching ticks. SIGINT or SIGTERM stops the loop, publishes
+the DAMP command for ``shutdown_s`` and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from robotrl.deploy import msgs
+from robotrl.deploy.observation import RobotState, required_inputs
+from robotrl.deploy.outputs import OutputAdapter
+from robotrl.deploy.params import check_known, parse_args
+from robotrl.deploy.profile import RobotProfile, load_profile
+from robotrl.deploy.runtime import OnnxPolicy
+from robotrl.deploy.safety import Mode, SafetyChain
+from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS, Transport, make_transport
+
+log = logging.getLogger("robotrl.deploy")
+
+DEFAULTS: dict[str, Any] = {
+    "policy": "", "robot": "", "transport": "auto", "domain_id": None, "localhost_only": False,
+    "record_dir": "", "bag_version": 9, "auto_arm": None, "rate_hz": None, "duration_s": 0.0,
+    "shutdown_s": 0.1, "log_level": "INFO",
+}
+LEVEL = {Mode.PASSIVE: 0, Mode.SOFT_START: 0, Mode.POLICY: 0, Mode.HOLD: 1, Mode.DAMP: 2}
+
+
+def _vector(values: np.ndarray | list[float]) -> msgs.Float64MultiArray:
+    return msgs.Float64MultiArray(data=[float(v) for v in values])
+
+
+class PolicyNode:
+    """Wires transport, inputs, safety chain, output adapter and recorder (module docstring)."""
+
+    def __init__(self, params: dict[str, Any], transport: Transport | None = None) -> None:
+        if not params["policy"] or not params["robot"]:
+            raise ValueError("robotrl-deploy needs policy:=<policy.json from robotrl export> and "
+                             "robot:=<profile name or YAML>.")
+        self.params = params
+        self.lifecycle = "unconfigured"
+        self.policy = OnnxPolicy(params["policy"])
+        self.spec = self.policy.spec
+        if not self.spec.get("obs_terms"):
+            raise ValueError(f"{params['policy']} has no obs_terms: its task has no deploy hook "
+                             "(tasks/<name>/deploy.py::obs_terms); add one and re-export.")
+        self.profile: RobotProfile = load_profile(params["robot"])
+        rate = params["rate_hz"] or self.profile.rate_hz or self.spec["rate_hz"]
+        self.period = 1.0 / float(rate)
+        if abs(self.period - self.spec["step_dt"]) > 1e-6:
+            log.warning("running at %.1f Hz; the policy was trained at %.1f Hz", rate, 1.0 / self.spec["step_dt"])
+        self.auto_arm = self.profile.auto_arm if params["auto_arm"] is None else bool(params["auto_arm"])
+        lo, hi = self.profile.limits()
+        s = self.profile.safety
+        self.state = RobotState(self.spec["joint_names"], self.profile.joints.names, lo, hi,
+                                np.asarray(self.profile.joints.velocity_limits), s.input_position_margin,
+                                s.input_velocity_factor)
+        self.chain = SafetyChain(self.spec, self.profile, self.period)
+        self.required = required_inputs(self.spec["obs_terms"])
+        self.output = OutputAdapter(self.profile, self.spec["joint_names"], self.period)
+        domain = params["domain_id"] if params["domain_id"] is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
+        self.transport = transport or make_transport(params["transport"], int(domain),
+                                                     bool(params["localhost_only"]), "robotrl_deploy")
+        self._make_endpoints(params.get("remap", lambda t: t))
+        self.recorder = None
+        if params["record_dir"]:
+            from robotrl.deploy.recorder import Recorder
+
+            self.recorder = Recorder(params["record_dir"], self._bag_metadata(), int(params["bag_version"]))
+        self.missed_periods = 0
+        self.ticks = 0
+        self._estop_seen: float | None = None
+        self._estop_pressed = False
+        self._stop = False
+        self._last_status = -math.inf
+        self.lifecycle = "inactive"
+
+    # --- setup ----------------------------------------------------------------------
+    def _make_endpoints(self, remap: Any) -> None:
+        t, tr = self.profile.topics, self.transport
+        self.topic = {
+            "joint_states": remap(t.joint_states), "imu": remap(t.imu), "odom": remap(t.odom),
+            "cmd_vel": remap(t.cmd_vel), "estop": remap(t.estop), "arm": remap(t.arm),
+        }
+        types = {"joint_states": msgs.JointState, "imu": msgs.Imu, "odom": msgs.Odometry,
+                 "cmd_vel": msgs.TwistStamped if t.cmd_vel_stamped else msgs.Twist,
+                 "estop": msgs.Bool, "arm": msgs.Bool}
+        wanted = [*self.required, "cmd_vel", "estop", "arm"]
+        for name in self.required:
+            if not self.topic[name]:
+                raise ValueError(f"The policy needs {name} but robot profile {self.profile.name!r} sets "
+                                 f"topics.{name} empty.")
+        self.subs = {name: tr.subscription(self.topic[name], types[name],
+                                           RELIABLE_QOS if name in ("estop", "arm") else SENSOR_QOS)
+                     for name in wanted if self.topic[name]}
+        self.cmd_topic = remap(self.profile.output.topic)
+        self.cmd_pub = tr.publisher(self.cmd_topic, self.output.msg_type)
+        prefix = t.debug_prefix.rstrip("/")
+        self.debug_topics = {k: f"{prefix}/{k}" for k in ("observation", "action", "command", "timing")}
+        self.debug = {k: tr.publisher(v, msgs.Float64MultiArray, RELIABLE_QOS) for k, v in self.debug_topics.items()}
+        self.status_topic = remap(t.status)
+        self.status_pub = tr.publisher(self.status_topic, msgs.DiagnosticArray, RELIABLE_QOS)
+
+    def _bag_metadata(self) -> dict[str, str]:
+        from robotrl.deploy.spec import sha256_file
+
+        return {
+            "policy_sha256": self.spec["onnx_sha256"], "policy_spec_sha256": sha256_file(self.params["policy"]),
+            "config_hash": self.spec.get("config_hash", ""), "config_yaml": self.spec.get("config_yaml", ""),
+            "code_version": self.spec.get("code_version", ""), "robot_profile": self.profile.name,
+            "task": self.spec.get("task", {}).get("name", ""), "rate_hz": f"{1.0 / self.period:g}",
+        }
+
+    # --- per period -------------------------------------------------------------------
+    def _drain_inputs(self, now: float, wall_ns: int) -> None:
+        self.transport.spin_once()
+        ingest = {"joint_states": self.state.ingest_joint_state, "imu": self.state.ingest_imu,
+                  "odom": self.state.ingest_odom, "cmd_vel": self.state.ingest_cmd_vel}
+        for name, sub in self.subs.items():
+            for msg in sub.take():
+                if self.recorder:
+                    self.recorder.write(self.topic[name], msg, wall_ns)
+                if name in ingest:
+                    ingest[name](msg, now)
+                elif name == "estop":
+                    self._estop_seen = now
+                    if msg.data:
+                        self._estop_pressed = True
+                    elif self._estop_pressed and self.chain.mode in (Mode.PASSIVE, Mode.DAMP, Mode.HOLD):
+                        self._estop_pressed = False  # released; the latched fault still needs a re-arm
+                elif name == "arm" and msg.data:
+                    self._arm(now)
+
+    def _estop_ok(self, now: float) -> bool:
+        s = self.profile.safety
+        if not s.estop_required:
+            return not self._estop_pressed
+        fresh = self._estop_seen is not None and now - self._estop_seen <= s.estop_timeout_s
+        return fresh and not self._estop_pressed
+
+    def _arm_conditions(self, now: float) -> dict[str, bool]:
+        limit = self.profile.safety.stale_hold_periods * self.period
+        conditions = {f"fresh:{src}": self.state.age(src, now) <= limit for src in self.required}
+        conditions["estop"] = self._estop_ok(now)
+        return conditions
+
+    def _arm(self, now: float) -> bool:
+        if not self.chain.arm(self.state, now, self._arm_conditions(now)):
+            return False
+        if self.recorder:
+            self.recorder.start_episode()
+        return True
+
+    def tick(self, deadline: float) -> None:
+        """One control period: inputs, chain, outputs, debug, record."""
+        now = time.monotonic()
+        wall_ns = time.time_ns()
+        self._drain_inputs(now, wall_ns)
+        if (self.auto_arm and self.chain.mode == Mode.PASSIVE and not self.chain.faults
+                and all(self._arm_conditions(now).values())):
+            self._arm(now)
+        result = self.chain.step(self.state, now, self.required, self._estop_ok(now), self.policy)
+        published = None
+        if result.command is not None:
+            out = self.output.message(result.command, wall_ns * 1e-9)
+            self.cmd_pub.publish(out)
+            published = time.monotonic()
+            self._debug_and_record(result, out, wall_ns)
+        self.ticks += 1
+        ages = [self.state.age(s, now) for s in self.required]
+        timing = [float(self.ticks), deadline, now, published or math.nan,
+                  (published or time.monotonic()) - now, max(ages) if ages else 0.0, float(self.missed_periods)]
+        timing_msg = _vector(timing)
+        self.debug["timing"].publish(timing_msg)
+        if self.recorder:
+            self.recorder.write(self.debug_topics["timing"], timing_msg, wall_ns)
+        if result.events or now - self._last_status >= 0.1:
+            self._publish_status(result.events, now, wall_ns)
+
+    def _debug_and_record(self, result: Any, out: Any, wall_ns: int) -> None:
+        vectors = {"command": _vector(result.command)}
+        if result.obs is not None:
+            vectors["observation"] = _vector(result.obs)
+        if result.raw_action is not None:
+            vectors["action"] = _vector(result.raw_action)
+        for key, msg in vectors.items():
+            self.debug[key].publish(msg)
+            if self.recorder:
+                self.recorder.write(self.debug_topics[key], msg, wall_ns)
+        if self.recorder:
+            self.recorder.write(self.cmd_topic, out, wall_ns)
+
+    def status(self, events: list[str]) -> msgs.DiagnosticArray:
+        """The ``/robotrl/status`` message: mode, lifecycle, faults, counters, events."""
+        values = {"mode": self.chain.mode.value, "lifecycle": self.lifecycle if self.lifecycle in
+                  ("unconfigured", "finalized") else self.chain.lifecycle,
+                  "faults": ",".join(sorted(self.chain.faults)), "missed_periods": str(self.missed_periods),
+                  "ticks": str(self.ticks), "events": ";".join(events)}
+        values.update({f"rejected/{k}": str(v) for k, v in sorted(self.state.rejected.items())})
+        values.update({f"accepted/{k}": str(v) for k, v in sorted(self.state.accepted.items())})
+        values.update({k: str(v) for k, v in sorted(self.chain.counters.items())})
+        status = msgs.DiagnosticStatus(level=LEVEL[self.chain.mode], name="robotrl/policy_node",
+                                       message=self.chain.mode.value, hardware_id=self.profile.name,
+                                       values=[msgs.KeyValue(k, v) for k, v in values.items()])
+        return msgs.DiagnosticArray(header=msgs.Header(stamp=msgs.stamp(time.time())), status=[status])
+
+    def _publish_status(self, events: list[str], now: float, wall_ns: int) -> None:
+        msg = self.status(events)
+        self.status_pub.publish(msg)
+        if self.recorder:
+            self.recorder.write(self.status_topic, msg, wall_ns)
+        self._last_status = now
+        for event in events:
+            log.info("event %s", event)
+
+    # --- loop ----------------------------------------------------------------------
+    def request_stop(self, signum: int = 0, _frame: Any = None) -> None:
+        """Signal handler: end the loop at the next wake-up."""
+        self._stop = True
+
+    def run(self, duration_s: float = 0.0) -> int:
+        """Run until stopped (or ``duration_s``); then send the safe command and finalize."""
+        self.lifecycle = "active"
+        start = time.monotonic()
+        deadline = start + self.period
+        while not self._stop and (duration_s <= 0 or time.monotonic() - start < duration_s):
+            remaining = deadline - time.monotonic()
+            if remaining > 0:
+                time.sleep(remaining)
+            if self._stop:
+                break
+            late = time.monotonic() - deadline
+            if late >= self.period:
+                skipped = int(late // self.period)
+                self.missed_periods += skipped
+                log.warning("overrun: woke %.1f ms late, %d period(s) missed", late * 1e3, skipped)
+                deadline += skipped * self.period
+            self.tick(deadline)
+            deadline += self.period
+        self.shutdown()
+        return 0
+
+    def shutdown(self) -> None:
+        """Publish the DAMP (safe) command for ``shutdown_s`` if anything was commanded, then finalize."""
+        if self.chain.last_command is not None:
+            end = time.monotonic() + float(self.params["shutdown_s"])
+            while True:
+                self.transport.spin_once()
+                for name in ("joint_states",):
+                    for msg in self.subs[name].take():
+                        self.state.ingest_joint_state(msg, time.monotonic())
+                safe = self.chain._enforce(self.chain.safe_command(self.state, Mode.DAMP), self.state.joint_pos)
+                self.chain.last_command = safe
+                self.cmd_pub.publish(self.output.message(safe, time.time()))
+                if self.recorder:
+                    self.recorder.write(self.cmd_topic, self.output.message(safe, time.time()))
+                    self.recorder.write(self.debug_topics["command"], _vector(safe))
+                if time.monotonic() >= end:
+                    break
+                time.sleep(min(self.period, max(0.0, end - time.monotonic())))
+            log.info("shutdown: safe (DAMP) command sent")
+        self.lifecycle = "finalized"
+        self.status_pub.publish(self.status(["shutdown"]))
+        if self.recorder:
+            self.recorder.stop_episode()
+        self.transport.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console script ``robotrl-deploy``; see the module docstring."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parse_args(argv, "robotrl_deploy")
+        params = check_known(args.params, DEFAULTS, "robotrl-deploy")
+    except ValueError as exc:
+        print(f"robotrl-deploy: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
+    params["remap"] = args.remap
+    node = PolicyNode(params)
+    signal.signal(signal.SIGINT, node.request_stop)
+    signal.signal(signal.SIGTERM, node.request_stop)
+    return node.run(float(params["duration_s"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""``robotrl-sim-robot``: a BatchSim world of one task standing in for the robot over ROS 2 topics.
+
+Publishes ``/joint_states`` (by joint name; effort = applied control), and for a floating
+base ``/imu/data`` (orientation, body-frame angular velocity) and ``/odom`` (pose; twist in
+the body frame, ``child_frame_id`` = root body), plus the task's velocity command on
+``/cmd_vel`` (``publish_command``) and, when an episode ends, its return, length and
+success on ``/sim/episode`` (DiagnosticArray). It applies the commands the robot profile's
+output adapter sends (``forward_command`` or ``joint_trajectory``), mapped by joint name:
+``action = (command - offset) / scale`` of the task's action spec.
+
+``lockstep:=true`` (default) steps the world once per command received and republishes
+the state every period while no command comes, so a policy node's rollout is step-for-step
+the in-process one. ``lockstep:=false`` steps on absolute deadlines at ``rate_factor``
+times real time with the latest command. This module imports torch and mujoco through
+robotrl's sim; the policy node does not.
+
+Parameters: ``task``, ``policy`` (spec JSON; its task config is used), ``robot`` (profile
+name or YAML), ``domain_id``, ``localhost_only``, ``transport``, ``lockstep``,
+``rate_factor``, ``randomize``, ``seed``, ``episode_length_s``, ``episodes`` (stop after
+this many; 0 = never), ``duration_s``, ``publish_command``, ``log_level``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from robotrl.deploy import msgs
+from robotrl.deploy.observation import quat_rotate_inverse
+from robotrl.deploy.params import check_known, parse_args
+from robotrl.deploy.profile import load_profile
+from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS, make_transport
+
+log = logging.getLogger("robotrl.sim_robot")
+
+DEFAULTS: dict[str, Any] = {
+    "task": "humanoid", "policy": "", "robot": "humanoid_sim", "domain_id": None, "localhost_only": False,
+    "transport": "auto", "lockstep": True, "rate_factor": 1.0, "randomize": False, "seed": 0,
+    "episode_length_s": None, "episodes": 0, "duration_s": 0.0, "publish_command": True, "log_level": "INFO",
+}
+
+
+class SimRobot:
+    """One world of a task, exposed as a ROS 2 robot (module docstring)."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        import mujoco
+        import torch
+
+        from robotrl.envs.task_env import TaskEnv
+        from robotrl.sim.backend import SimConfig
+        from robotrl.tasks import config_class
+
+        self.params = params
+        values: dict[str, Any] = {}
+        name = params["task"]
+        if params["policy"]:
+            with open(params["policy"]) as f:
+                task = json.load(f)["task"]
+            name, values = task["name"], dict(task["config"])
+        values["randomize"] = bool(params["randomize"])
+        if params["episode_length_s"]:
+            values["episode_length_s"] = float(params["episode_length_s"])
+        self.env = TaskEnv(config_class(name)(**values), SimConfig(num_envs=1), seed=int(params["seed"]))
+        self.task, self.torch = self.env.task, torch
+        model = self.env.sim.model
+        self.joints = self.task.joint_names
+        jid = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in self.joints]
+        self.qadr = np.asarray([model.jnt_qposadr[j] for j in jid])
+        self.vadr = np.asarray([model.jnt_dofadr[j] for j in jid])
+        self.floating = int(model.jnt_type[0]) == int(mujoco.mjtJoint.mjJNT_FREE)
+        self.root = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, 1) or "base"
+        spec = self.task.action_spec()
+        self.scale, self.offset = np.asarray(spec["scale"]), np.asarray(spec["offset"])
+        self.profile = load_profile(params["robot"])
+        index = {n: i for i, n in enumerate(self.profile.joints.names)}
+        missing = [j for j in self.joints if j not in index]
+        if missing:
+            raise ValueError(f"robot profile {self.profile.name!r} lacks the task's joints {missing}.")
+        self.cmd_slots = np.asarray([index[j] for j in self.joints])
+        self.period = self.env.step_dt
+        domain = params["domain_id"] if params["domain_id"] is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
+        tr = make_transport(params["transport"], int(domain), bool(params["localhost_only"]), "robotrl_sim_robot")
+        self.transport, t = tr, self.profile.topics
+        self.pub_js = tr.publisher(t.joint_states, msgs.JointState, SENSOR_QOS)
+        self.pub_imu = tr.publisher(t.imu, msgs.Imu, SENSOR_QOS) if self.floating and t.imu else None
+        self.pub_odom = tr.publisher(t.odom, msgs.Odometry, SENSOR_QOS) if self.floating and t.odom else None
+        self.pub_cmd = tr.publisher(t.cmd_vel, msgs.Twist, SENSOR_QOS) if params["publish_command"] else None
+        self.pub_episode = tr.publisher("/sim/episode", msgs.DiagnosticArray, RELIABLE_QOS)
+        adapter = self.profile.output.adapter
+        if adapter not in ("forward_command", "joint_trajectory"):
+            raise ValueError(f"robotrl-sim-robot takes joint commands; profile output.adapter is {adapter!r}.")
+        cmd_type = msgs.Float64MultiArray if adapter == "forward_command" else msgs.JointTrajectory
+        self.sub_cmd = tr.subscription(self.profile.output.topic, cmd_type, RELIABLE_QOS)
+        self.steps, self.episodes = 0, 0
+        self.last_action = np.zeros(len(self.joints))
+        self._stop = False
+
+    # --- I/O -------------------------------------------------------------------------
+    def _action(self, msg: Any) -> np.ndarray | None:
+        if isinstance(msg, msgs.JointTrajectory):
+            if not msg.points:
+                return None
+            names, p = list(msg.joint_names), msg.points[0]
+            values = {"position": p.positions, "torque": p.effort, "velocity": p.velocities}[self.profile.command_kind]
+            full = dict(zip(names, values, strict=False))
+            cmd = np.asarray([full.get(j, 0.0) for j in self.joints])
+        else:
+            if len(msg.data) != len(self.profile.joints.names):
+                log.error("command has %d entries, the controller has %d joints; ignored",
+                          len(msg.data), len(self.profile.joints.names))
+                return None
+            cmd = np.asarray(msg.data)[self.cmd_slots]
+        return np.clip((cmd - self.offset) / self.scale, -1.0, 1.0)
+
+    def publish_state(self) -> None:
+        """Publish joint states, IMU, odometry and the task command of world 0."""
+        qpos = self.env.sim.bind("qpos")[0].cpu().numpy().astype(np.float64)
+        qvel = self.env.sim.bind("qvel")[0].cpu().numpy().astype(np.float64)
+        ctrl = self.env.sim.bind("ctrl")[0].cpu().numpy().astype(np.float64)
+        header = msgs.Header(stamp=msgs.stamp(time.time()), frame_id="")
+        self.pub_js.publish(msgs.JointState(header=header, name=list(self.joints), position=qpos[self.qadr].tolist(),
+                                            velocity=qvel[self.vadr].tolist(), effort=ctrl.tolist()))
+        if self.floating:
+            w, x, y, z = qpos[3:7]
+            quat = msgs.Quaternion(x=x, y=y, z=z, w=w)
+            ang = msgs.Vector3(*qvel[3:6].tolist())
+            if self.pub_imu:
+                cov = [0.0] * 9
+                self.pub_imu.publish(msgs.Imu(header=msgs.Header(header.stamp, self.root), orientation=quat,
+                                              angular_velocity=ang,
+                                              linear_acceleration_covariance=[-1.0] + cov[1:]))
+            if self.pub_odom:
+                lin = quat_rotate_inverse(np.array([x, y, z, w]), qvel[0:3])
+                odom = msgs.Odometry(header=msgs.Header(header.stamp, "odom"), child_frame_id=self.root)
+                odom.pose.pose = msgs.Pose(msgs.Point(*qpos[0:3].tolist()), quat)
+                odom.twist.twist = msgs.Twist(msgs.Vector3(*lin.tolist()), ang)
+                self.pub_odom.publish(odom)
+        if self.pub_cmd is not None and hasattr(self.task, "command"):
+            vx, yaw = self.task.command[0].tolist()[:2]
+            self.pub_cmd.publish(msgs.Twist(linear=msgs.Vector3(x=vx), angular=msgs.Vector3(z=yaw)))
+
+    def step(self, action: np.ndarray) -> None:
+        """One control step with ``action`` in ``[-1, 1]``; publish episode stats when one ends."""
+        act = self.torch.as_tensor(action, dtype=self.torch.float32).unsqueeze(0)
+        _, _, _, _, info = self.env.step(act)
+        self.steps += 1
+        self.last_action = action
+        if "episode" in info:
+            self.episodes += 1
+            stats = {k: float(v[0]) for k, v in info["episode"].items()}
+            log.info("episode %d: return %.2f length %d", self.episodes, stats["return"], stats["length"])
+            values = [msgs.KeyValue(k, repr(v)) for k, v in stats.items()]
+            values.append(msgs.KeyValue("episode", str(self.episodes)))
+            self.pub_episode.publish(msgs.DiagnosticArray(status=[msgs.DiagnosticStatus(
+                name="robotrl/sim_episode", message="episode", values=values)]))
+
+    # --- loop ---------------------------------------------------------------------------
+    def request_stop(self, signum: int = 0, _frame: Any = None) -> None:
+        """Signal handler: stop at the next iteration."""
+        self._stop = True
+
+    def done(self, start: float) -> bool:
+        """Stop requested, enough episodes, or ``duration_s`` elapsed."""
+        p = self.params
+        return (self._stop or (p["episodes"] and self.episodes >= int(p["episodes"]))
+                or (p["duration_s"] and time.monotonic() - start >= float(p["duration_s"])))
+
+    def run(self) -> int:
+        """Lockstep or real-time loop (module docstring)."""
+        start = time.monotonic()
+        self.publish_state()
+        last_pub = time.monotonic()
+        deadline = start + self.period / max(float(self.params["rate_factor"]), 1e-6)
+        while not self.done(start):
+            actions = [a for a in (self._action(m) for m in self.sub_cmd.take()) if a is not None]
+            now = time.monotonic()
+            if self.params["lockstep"]:
+                for action in actions:
+                    self.step(action)
+                if actions or now - last_pub >= self.period:
+                    self.publish_state()
+                    last_pub = now
+                time.sleep(0.0005)
+                continue
+            if actions:
+                self.last_action = actions[-1]
+            if now >= deadline:
+                self.step(self.last_action)
+                self.publish_state()
+                deadline += self.period / max(float(self.params["rate_factor"]), 1e-6)
+            time.sleep(max(0.0, min(0.001, deadline - time.monotonic())))
+        log.info("sim robot stopping after %d steps, %d episodes", self.steps, self.episodes)
+        self.transport.close()
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console script ``robotrl-sim-robot``; see the module docstring."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parse_args(argv, "robotrl_sim_robot")
+        params = check_known(args.params, DEFAULTS, "robotrl-sim-robot")
+    except ValueError as exc:
+        print(f"robotrl-sim-robot: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
+    robot = SimRobot(params)
+    signal.signal(signal.SIGINT, robot.request_stop)
+    signal.signal(signal.SIGTERM, robot.request_stop)
+    return robot.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
