@@ -61,12 +61,16 @@ class CpuBatchSim(BatchSim):
             if field not in mjb.DATA_FIELDS:
                 raise KeyError(f"Cannot bind {field!r}: not an MjData field that mujoco.batch exposes.")
             self._views[field] = _as_tensor(self._batch.bind(field))
+            if field not in mjb._STATE_FIELDS:
+                # Derived fields are copied out after each call; fill a new one now.
+                self._batch.forward()
         return self._views[field]
 
     def step(self, nstep: int = 1) -> torch.Tensor:
         """Advance all worlds; return ids of worlds that raised, went non-finite or diverged."""
         expected = self._time + nstep * self.model.opt.timestep
-        bad = torch.zeros(self.nsim, dtype=torch.bool)
+        # State written non-finite since the last step (MuJoCo would silently reset it).
+        bad = ~torch.isfinite(self._qpos).all(dim=1) | ~torch.isfinite(self._qvel).all(dim=1)
         try:
             self._batch.step(nstep=nstep)
         except mjb.SimulationError as err:

@@ -1,0 +1,79 @@
+"""PPO math against numbers worked out by hand (see the comments for the arithmetic)."""
+
+import math
+
+import pytest
+import torch
+
+from robotrl.algos import functional as F
+
+
+def test_gae_with_a_done_in_the_middle():
+    # gamma=0.9, lam=0.8; r=[1,2,3], V=[0.5,1.0,1.5], done after t=1, V(s_3)=2.0
+    # t=2: delta=3+0.9*2.0-1.5=3.3, A=3.3
+    # t=1: done -> delta=2-1.0=1.0, A=1.0 (no look-ahead)
+    # t=0: delta=1+0.9*1.0-0.5=1.4, A=1.4+0.9*0.8*1.0=2.12
+    rewards = torch.tensor([[1.0], [2.0], [3.0]])
+    values = torch.tensor([[0.5], [1.0], [1.5]])
+    dones = torch.tensor([[False], [True], [False]])
+    adv, ret = F.compute_gae(rewards, values, dones, torch.tensor([2.0]), gamma=0.9, lam=0.8)
+    assert torch.allclose(adv.squeeze(1), torch.tensor([2.12, 1.0, 3.3]))
+    assert torch.allclose(ret.squeeze(1), torch.tensor([2.62, 2.0, 4.8]))
+
+
+def test_gae_lambda_one_is_discounted_return_minus_value():
+    rewards = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    values = torch.zeros(2, 2)
+    dones = torch.zeros(2, 2, dtype=torch.bool)
+    _, ret = F.compute_gae(rewards, values, dones, torch.tensor([10.0, 0.0]), gamma=0.5, lam=1.0)
+    # world 0: 1 + 0.5*1 + 0.25*10 = 4.0 ; world 1: 0 + 0.5*1 + 0 = 0.5
+    assert torch.allclose(ret[0], torch.tensor([4.0, 0.5]))
+
+
+def test_timeout_bootstrap_adds_discounted_final_value_only_on_truncation():
+    rewards = torch.tensor([[1.0, 1.0]])
+    truncated = torch.tensor([[True, False]])
+    final_values = torch.tensor([[2.0, 5.0]])
+    out = F.bootstrap_timeouts(rewards, truncated, final_values, gamma=0.9)
+    assert torch.allclose(out, torch.tensor([[2.8, 1.0]]))
+
+
+def test_clipped_surrogate_hand_worked():
+    # sample 1: ratio 1.5, A=+2 -> min(3.0, 1.2*2=2.4) = 2.4
+    # sample 2: ratio 0.5, A=-1 -> min(-0.5, 0.8*-1=-0.8) = -0.8 ; loss = -(2.4-0.8)/2 = -0.8
+    old = torch.zeros(2)
+    new = torch.tensor([math.log(1.5), math.log(0.5)])
+    loss = F.clipped_surrogate_loss(new, old, torch.tensor([2.0, -1.0]), clip=0.2)
+    assert loss.item() == pytest.approx(-0.8)
+
+
+def test_clipped_surrogate_gradient_vanishes_outside_the_trust_region():
+    new = torch.tensor([math.log(2.0)], requires_grad=True)
+    F.clipped_surrogate_loss(new, torch.zeros(1), torch.tensor([1.0]), clip=0.2).backward()
+    assert new.grad.item() == 0.0
+
+
+def test_clipped_value_loss_takes_the_pessimistic_branch():
+    # V=1, V_old=0, R=2, clip 0.5: unclipped (1-2)^2=1, clipped (0.5-2)^2=2.25 -> 2.25
+    v = F.clipped_value_loss(torch.tensor([1.0]), torch.tensor([0.0]), torch.tensor([2.0]), clip=0.5)
+    assert v.item() == pytest.approx(2.25)
+    assert F.clipped_value_loss(torch.tensor([1.0]), torch.tensor([0.0]), torch.tensor([2.0]), None).item() == 1.0
+
+
+def test_approx_kl_k3_estimator():
+    # r = 2: (2 - 1) - log 2 = 0.306853
+    kl = F.approx_kl(torch.zeros(1), torch.tensor([math.log(2.0)]))
+    assert kl.item() == pytest.approx(1.0 - math.log(2.0), rel=1e-6)
+    assert F.approx_kl(torch.zeros(3), torch.zeros(3)).item() == 0.0
+
+
+def test_adaptive_lr_moves_against_the_kl():
+    assert F.adaptive_lr(1e-3, kl=0.05, desired_kl=0.01) == pytest.approx(1e-3 / 1.5)
+    assert F.adaptive_lr(1e-3, kl=0.001, desired_kl=0.01) == pytest.approx(1.5e-3)
+    assert F.adaptive_lr(1e-3, kl=0.01, desired_kl=0.01) == 1e-3
+    assert F.adaptive_lr(1e-5, kl=1.0, desired_kl=0.01) == 1e-5  # floor
+
+
+def test_normalize():
+    x = F.normalize(torch.tensor([1.0, 2.0, 3.0]))
+    assert x.mean().abs() < 1e-6 and (x.std() - 1).abs() < 1e-5

@@ -1,0 +1,117 @@
+"""TaskEnv behaviour on the humanoid: autoreset, time-outs, NaN recovery, randomization."""
+
+import pytest
+import torch
+
+from robotrl.envs.task_env import TaskEnv
+from robotrl.sim import SimConfig
+from robotrl.tasks.humanoid.config import HumanoidConfig
+
+
+def make(num_envs=4, **task_kwargs):
+    cfg = HumanoidConfig(**{"randomize": False, "push_interval_s": 0.0, **task_kwargs})
+    return TaskEnv(cfg, SimConfig(num_envs=num_envs, nthread=2), seed=0)
+
+
+def test_step_shapes_and_named_reward_terms():
+    env = make()
+    obs = env.reset()
+    assert obs["policy"].shape == (4, env.obs_dims["policy"]) and obs["policy"].dtype == torch.float32
+    assert obs["critic"].shape[1] > obs["policy"].shape[1]  # privileged inputs
+    _, reward, term, trunc, info = env.step(torch.zeros(4, env.num_actions))
+    assert reward.shape == (4,) and term.dtype == torch.bool and trunc.dtype == torch.bool
+    total = torch.stack(list(info["reward_terms"].values())).sum(0)
+    assert torch.allclose(total, reward)
+    assert set(info["reward_terms"]) == set(HumanoidConfig().reward_scales)
+
+
+def test_time_out_truncates_autoresets_and_keeps_final_obs():
+    env = make(episode_length_s=0.15)  # 10 control steps of 15 ms
+    assert env.max_episode_length == 10
+    env.reset()
+    for step in range(1, 11):
+        obs, _, term, trunc, info = env.step(torch.zeros(4, env.num_actions))
+        if step < 10:
+            assert not trunc.any()
+    assert trunc.all() and not term.any()
+    assert info["episode"]["length"].tolist() == [10.0] * 4
+    assert (env.episode_step == 0).all()
+    # obs is the fresh episode (torso back at 1.4 m); final_obs is the pre-reset state.
+    assert torch.allclose(obs["policy"][:, 0], torch.full((4,), 1.4), atol=0.02)
+    assert not torch.allclose(info["final_obs"]["policy"], obs["policy"])
+
+
+def test_fall_terminates_and_is_not_a_time_out():
+    env = make()
+    env.reset()
+    env.sim.bind("qpos")[1, 2] = 0.3  # torso on the floor
+    _, _, term, trunc, info = env.step(torch.zeros(4, env.num_actions))
+    assert term.tolist() == [False, True, False, False] and not trunc.any()
+    assert info["episode"]["length"].tolist() == [1.0]
+
+
+def test_nan_world_is_reset_and_counted_while_others_continue():
+    ref, env = make(), make()
+    ref.reset(), env.reset()
+    actions = torch.linspace(-0.5, 0.5, 4 * ref.num_actions).reshape(4, -1)
+    for _ in range(3):
+        ref.step(actions), env.step(actions)
+    env.sim.bind("qvel")[2, 0] = float("nan")
+    obs_r, rew_r, *_ = ref.step(actions)
+    obs, rew, term, trunc, info = env.step(actions)
+    assert info["sim_resets"] == 1 and env.total_sim_resets == 1
+    assert term[2] and rew[2] == 0.0
+    assert torch.isfinite(obs["policy"]).all()
+    others = [0, 1, 3]
+    assert torch.equal(obs["policy"][others], obs_r["policy"][others])  # bit-identical
+    assert torch.equal(rew[others], rew_r[others])
+    assert env.episode_step[2] == 0
+    # and the run goes on
+    for _ in range(3):
+        obs, *_ = env.step(actions)
+    assert torch.isfinite(obs["policy"]).all()
+
+
+def test_per_world_randomization_changes_the_dynamics():
+    env = make(num_envs=2, randomize=True, friction_range=[1.0, 1.0], strength_range=[1.0, 1.0],
+               mass_range=[0.5, 1.5], action_delay_max=0, obs_noise_std=0.0)
+    env.reset()
+    mass = env.sim.model_field("body_mass")
+    assert not torch.allclose(mass[0], mass[1])
+    # identical initial state and actions in both worlds, different masses -> different motion
+    qpos0 = env.sim.bind("qpos")[0].clone()
+    env.sim.reset(torch.arange(2), qpos0.expand(2, -1).clone(), torch.zeros(2, env.sim.bind("qvel").shape[1]))
+    for _ in range(20):
+        env.task.apply_action(torch.full((2, env.num_actions), 0.3))
+        env.sim.step(5)
+    qpos = env.sim.bind("qpos")
+    assert (qpos[0] - qpos[1]).abs().max() > 1e-3
+
+
+def test_same_parameters_give_bit_identical_worlds():
+    env = make(num_envs=2)
+    env.reset()
+    qpos0 = env.sim.bind("qpos")[0].clone()
+    env.sim.reset(torch.arange(2), qpos0.expand(2, -1).clone(), torch.zeros(2, env.sim.bind("qvel").shape[1]))
+    for _ in range(20):
+        env.task.apply_action(torch.full((2, env.num_actions), 0.3))
+        env.sim.step(5)
+    qpos = env.sim.bind("qpos")
+    assert torch.equal(qpos[0], qpos[1])
+
+
+def test_action_delay_holds_back_actions():
+    env = make(num_envs=2, randomize=True, action_delay_max=2, friction_range=[1.0, 1.0])
+    env.reset()
+    env._delay[:] = torch.tensor([0, 2])
+    a = torch.full((2, env.num_actions), 0.5)
+    env.step(a)
+    assert torch.allclose(env.task.action[0], a[0]) and torch.all(env.task.action[1] == 0)
+    env.step(a), env.step(a)
+    assert torch.allclose(env.task.action[1], a[1])
+
+
+def test_bad_action_shape_is_a_clear_error():
+    env = make()
+    with pytest.raises(ValueError, match="action must have shape"):
+        env.step(torch.zeros(3, 2))

@@ -1,0 +1,28 @@
+import numpy as np
+import torch
+
+from robotrl.policies.mlp import ActorCritic, PolicyConfig
+from robotrl.policies.normalizer import RunningNorm
+
+
+def test_running_norm_matches_numpy_over_batches():
+    rng = np.random.default_rng(0)
+    data = rng.normal(3.0, 2.0, (1000, 4)).astype(np.float32)
+    norm = RunningNorm(4)
+    for chunk in np.split(data, 10):
+        norm.update(torch.from_numpy(chunk))
+    assert np.allclose(norm.mean.numpy(), data.mean(0), atol=1e-4)
+    assert np.allclose(norm.var.numpy(), data.var(0), rtol=1e-3)
+
+
+def test_gaussian_and_beta_heads_give_actions_in_range_and_consistent_log_probs():
+    for dist in ("gaussian", "beta"):
+        policy = ActorCritic(5, 7, 3, PolicyConfig(actor_hidden=[16], critic_hidden=[16], distribution=dist))
+        obs = torch.randn(64, 5)
+        action, log_prob = policy.act(obs)
+        assert action.shape == (64, 3) and log_prob.shape == (64,)
+        recomputed = policy.distribution(obs).log_prob(policy.from_action(action)).sum(-1)
+        assert torch.allclose(recomputed, log_prob, atol=1e-4)
+        det = policy.act_inference(obs)
+        assert det.abs().max() <= 1.0
+        assert policy.evaluate(torch.randn(64, 7)).shape == (64,)

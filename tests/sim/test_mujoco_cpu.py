@@ -1,0 +1,82 @@
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from robotrl.sim import SimConfig, make_sim
+
+XML = """
+<mujoco>
+  <option solver="Newton"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 .1"/>
+    <geom name="wall" type="box" pos="2 0 0.5" size="0.1 1 0.5"/>
+    <body name="ball" pos="0 0 0.5">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1"/>
+    </body>
+    <body name="slider" pos="0 2 0.5">
+      <joint name="x" type="slide" axis="1 0 0"/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="x" gear="1"/></actuator>
+</mujoco>
+"""
+
+
+@pytest.fixture
+def sim():
+    return make_sim(mujoco.MjModel.from_xml_string(XML), SimConfig(num_envs=3, nthread=2))
+
+
+def test_bind_is_a_zero_copy_view(sim):
+    ctrl = sim.bind("ctrl")
+    assert ctrl.shape == (3, 1) and sim.bind("ctrl") is ctrl
+    ctrl[:, 0] = torch.tensor([0.0, 1.0, -1.0])
+    sim.step(50)
+    x = sim.bind("qpos")[:, 7]
+    assert x[0] == 0.0 and x[1] > 0 > x[2]
+
+
+def test_reset_to_given_state_and_derived_fields(sim):
+    ids = torch.tensor([1])
+    qpos = sim.bind("qpos")[1:2].clone()
+    qpos[0, :3] = torch.tensor([0.5, 0.0, 2.0], dtype=qpos.dtype)
+    sim.reset(ids, qpos=qpos)
+    assert sim.bind("qpos")[1, 2] == 2.0
+    ball = mujoco.mj_name2id(sim.model, mujoco.mjtObj.mjOBJ_BODY, "ball")
+    assert torch.allclose(sim.bind("xpos")[1, ball], torch.tensor([0.5, 0.0, 2.0], dtype=torch.float64))
+
+
+def test_per_world_model_field(sim):
+    ball = mujoco.mj_name2id(sim.model, mujoco.mjtObj.mjOBJ_BODY, "ball")
+    mass = sim.model_field("body_mass")[:2].clone()
+    mass[1, ball] = 5.0
+    sim.set_model_field("body_mass", torch.tensor([0, 1]), mass)
+    assert sim.model_field("body_mass")[:, ball].tolist() == [1.0, 5.0, 1.0]
+
+
+def test_ray_distance_to_a_known_wall(sim):
+    pnt = torch.tensor([[[0.0, 0.0, 0.5]]], dtype=torch.float64).expand(3, 1, 3).contiguous()
+    vec = torch.tensor([[[1.0, 0.0, 0.0]]], dtype=torch.float64).expand(3, 1, 3).contiguous()
+    ball = mujoco.mj_name2id(sim.model, mujoco.mjtObj.mjOBJ_BODY, "ball")
+    dist = sim.ray(pnt, vec, bodyexclude=ball)
+    assert np.allclose(dist.numpy(), 1.9)  # wall face at x = 2 - 0.1
+
+
+def test_nan_world_is_reported(sim):
+    sim.bind("qvel")[0, 0] = float("nan")
+    bad = sim.step(1)
+    assert bad.tolist() == [0]
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(ValueError, match="valid choices: cpu, warp"):
+        make_sim(mujoco.MjModel.from_xml_string(XML), SimConfig(backend="bullet"))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU error")
+def test_warp_without_cuda_says_what_to_do():
+    with pytest.raises(RuntimeError, match="sim=cpu"):
+        make_sim(mujoco.MjModel.from_xml_string(XML), SimConfig(backend="warp"))
