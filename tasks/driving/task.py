@@ -1,0 +1,540 @@
+"""Driving: an Ackermann RC car follows a closed procedural track, among obstacles and traffic.
+
+Action ``(N, 2)`` in ``[-1, 1]``: steering (scaled to ``MAX_STEER`` of a centre wheel, split
+into Ackermann wheel angles) and throttle (DC-motor input, negative brakes and reverses).
+
+Observation ``policy`` (see ``obs_layout``): forward and lateral speed, yaw rate, lateral
+error (in half-widths) and heading error to the route, the road half-width, route points
+ahead in the car frame, range readings of ``num_rays`` horizontal rays (MuJoCo ray casting
+against obstacles and traffic, normalized by ``ray_range``), steering angle and last action.
+With ``camera=True`` an ``image`` ``(N, H, W, 3)`` uint8 is added.
+
+Reward (CaRL): ``route_gain = (new best progress / lap length) * lane * comfort * ttc * speed``,
+where the soft factors in ``[0, 1]`` are computed by ``rewards.carl_factors``; a lap is worth
+``reward_scales.route_gain``. Hard infractions end the episode and give ``infraction = -1``:
+``collision`` (with an obstacle or a traffic vehicle), ``off_road`` (the car's centre leaves
+the road), ``wrong_way`` (driving against the route, or falling ``wrong_way_distance`` behind the
+best progress) and ``rollover``. A completed lap also ends the episode, as a success.
+
+Collisions are detected geometrically: the car is a capsule of radius ``COLLISION_RADIUS``,
+obstacles are the cylinders they are drawn as, traffic vehicles are the capsules they are
+drawn as. Obstacle and traffic geoms have no contacts in the physics. Traffic vehicles are
+scripted (mocap bodies) and do not avoid obstacles or the car.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+import torch
+from robotrl.tasks.base import Task
+from robotrl.tasks.driving import constants as C
+from robotrl.tasks.driving.car import ackermann_angles, add_car
+from robotrl.tasks.driving.config import DrivingConfig
+from robotrl.tasks.driving.rewards import (
+    carl_factors,
+    heading_segment,
+    point_segment_distance,
+    segment_segment_distance,
+    time_to_collision,
+)
+from robotrl.tasks.driving.route import TrackBank, progress_delta, wrap_angle
+from robotrl.tasks.driving.track import TrackParams, track_set
+
+from robotrl.math import quat_rotate_inverse, uniform, yaw_from_quat
+
+INFRACTIONS = ("collision", "off_road", "wrong_way", "rollover")
+RAY_HEIGHT = 0.12
+TRAFFIC_RADIUS = 0.12
+TRAFFIC_HALF_LENGTH = 0.13
+OBSTACLE_HALF_HEIGHT = 0.15
+PARK = (1000.0, 1000.0, -5.0)
+
+
+class DrivingTask(Task):
+    """RC car on procedural tracks with CaRL rewards (see module docstring)."""
+
+    name = "driving"
+    config_class = DrivingConfig
+    eval_camera = "chase"
+    cfg: DrivingConfig
+
+    # --- model -----------------------------------------------------------------------
+    def build_model(self) -> mujoco.MjModel:
+        """Floor, car, ``num_obstacles`` cylinder and ``num_traffic`` capsule mocap bodies; Newton solver."""
+        c = self.cfg
+        spec = mujoco.MjSpec()
+        spec.compiler.degree = False
+        spec.option.timestep = c.timestep
+        spec.option.solver = mujoco.mjtSolver.mjSOL_NEWTON
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+        spec.option.iterations = c.solver_iterations
+        spec.option.ls_iterations = 10
+        spec.worldbody.add_geom(
+            name="floor",
+            type=mujoco.mjtGeom.mjGEOM_PLANE,
+            size=[40, 40, 0.5],
+            contype=1,
+            conaffinity=2,
+            rgba=[0.35, 0.38, 0.35, 1],
+            group=0,
+        )
+        spec.worldbody.add_light(pos=[0, 0, 30], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
+        spec.worldbody.add_camera(name="top", pos=[0, 0, 28], xyaxes=[1, 0, 0, 0, 1, 0])
+        add_car(spec)
+        for i, radius in enumerate(self.obstacle_radii()):
+            body = spec.worldbody.add_body(name=f"obstacle_{i}", mocap=True, pos=list(PARK))
+            body.add_geom(
+                type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+                size=[radius, OBSTACLE_HALF_HEIGHT, 0],
+                pos=[0, 0, OBSTACLE_HALF_HEIGHT],
+                contype=0,
+                conaffinity=0,
+                group=C.RAY_GROUP,
+                rgba=[0.95, 0.75, 0.1, 1],
+            )
+        for i in range(c.num_traffic):
+            body = spec.worldbody.add_body(name=f"traffic_{i}", mocap=True, pos=list(PARK))
+            body.add_geom(
+                type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+                size=[TRAFFIC_RADIUS, TRAFFIC_HALF_LENGTH, 0],
+                pos=[0, 0, RAY_HEIGHT],
+                quat=[math.sqrt(0.5), 0, math.sqrt(0.5), 0],
+                contype=0,
+                conaffinity=0,
+                group=C.RAY_GROUP,
+                rgba=[0.2, 0.4, 0.9, 1],
+            )
+        return spec.compile()
+
+    def obstacle_radii(self) -> list[float]:
+        """Radius of each obstacle, m: evenly spread over ``obstacle_radius``."""
+        n, (lo, hi) = self.cfg.num_obstacles, self.cfg.obstacle_radius
+        return [float(r) for r in np.linspace(lo, hi, n)] if n > 1 else [0.5 * (lo + hi)] * n
+
+    @property
+    def action_dim(self) -> int:
+        """Steering and throttle."""
+        return 2
+
+    @property
+    def joint_names(self) -> list[str]:
+        """The two commands, in action order."""
+        return ["steering", "throttle"]
+
+    def obs_layout(self) -> list[tuple[str, int]]:
+        """Policy observation slices."""
+        c = self.cfg
+        return [
+            ("speed", 2),
+            ("yaw_rate", 1),
+            ("lateral_error", 1),
+            ("heading_error", 2),
+            ("half_width", 1),
+            ("route_ahead", 2 * c.route_samples),
+            ("rays", c.num_rays),
+            ("steer_angle", 1),
+            ("last_action", 2),
+        ]
+
+    def action_spec(self) -> dict[str, object]:
+        """``steer_rad = MAX_STEER * a[0]`` (centre wheel), ``throttle = a[1]`` (motor input in [-1, 1])."""
+        return {
+            "kind": "ackermann",
+            "scale": [C.MAX_STEER, 1.0],
+            "offset": [0.0, 0.0],
+            "default_pose": [0.0, 0.0],
+        }
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def setup(self, sim) -> None:  # noqa: ANN001
+        """Generate the track set, bind sim views and allocate ``(N, ...)`` buffers."""
+        super().setup(sim)
+        c, n, dev, model = self.cfg, self.num_envs, self.device, sim.model
+        params = TrackParams(
+            radius=tuple(c.track_radius),
+            half_width=tuple(c.half_width),
+            control_points=tuple(c.control_points),
+            min_turn_radius=c.min_turn_radius,
+        )
+        self.bank = TrackBank(track_set(c.split, c.num_tracks, params), dev)
+        self.qpos, self.qvel, self.ctrl = sim.bind("qpos"), sim.bind("qvel"), sim.bind("ctrl")
+        self.qpos0 = torch.as_tensor(model.qpos0, dtype=self.qpos.dtype, device=dev)
+        steer_adr = [model.jnt_qposadr[model.joint(j).id] for j in C.STEER_JOINTS]
+        self._steer_adr = torch.as_tensor(steer_adr, device=dev)
+        self.dt = c.timestep * c.frame_skip
+        mocap = lambda name: int(model.body_mocapid[model.body(name).id])  # noqa: E731
+        self._obs_mocap = torch.as_tensor(
+            [mocap(f"obstacle_{i}") for i in range(c.num_obstacles)], dtype=torch.long
+        )
+        self._traffic_mocap = torch.as_tensor(
+            [mocap(f"traffic_{i}") for i in range(c.num_traffic)], dtype=torch.long
+        )
+        if model.nmocap:
+            self.mocap_pos, self.mocap_quat = sim.bind("mocap_pos"), sim.bind("mocap_quat")
+        self.obstacle_r = torch.tensor(self.obstacle_radii(), device=dev)
+        half = 0.5 * math.radians(c.ray_fov_deg)
+        self.ray_angles = (
+            torch.linspace(-half, half, c.num_rays, device=dev) if c.num_rays > 1 else torch.zeros(1)
+        )
+        front = (self.ray_angles.abs() <= math.radians(15.0) + 1e-6).nonzero().squeeze(1)
+        self._front_rays = (int(front.min()), int(front.max()) + 1) if front.numel() else (0, c.num_rays)
+        wheels = [
+            model.geom(g).id
+            for g in range(model.ngeom)
+            if model.geom_bodyid[g] and model.body(model.geom_bodyid[g]).name.startswith(("front_", "rear_"))
+        ]
+        self._wheel_geoms = torch.as_tensor(wheels, dtype=torch.long)
+        self._base_friction = torch.as_tensor(model.geom_friction.copy(), device=dev)
+        self._base_mass = torch.as_tensor(model.body_mass.copy(), device=dev)
+        self._base_gain = torch.as_tensor(model.actuator_gainprm.copy(), device=dev)
+        self._base_bias = torch.as_tensor(model.actuator_biasprm.copy(), device=dev)
+        self._chassis = model.body(C.CHASSIS_BODY).id
+        zeros = lambda *shape: torch.zeros(n, *shape, device=dev)  # noqa: E731
+        self.track_id = torch.zeros(n, dtype=torch.long, device=dev)
+        self.idx = torch.zeros(n, dtype=torch.long, device=dev)
+        self.s, self.lateral, self.heading_err, self.track_heading = zeros(), zeros(), zeros(), zeros()
+        self.progress, self.best_progress, self.gain = zeros(), zeros(), zeros()
+        self.v_fwd, self.v_lat, self.yaw_rate, self.speed = zeros(), zeros(), zeros(), zeros()
+        self.time, self.lap_time, self.distance, self.ttc = zeros(), zeros(), zeros(), zeros()
+        self.lap_done = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.flags = torch.zeros(n, len(INFRACTIONS), dtype=torch.bool, device=dev)
+        self.rays = torch.full((n, c.num_rays), c.ray_range, device=dev)
+        self.action, self.factor_sum, self.steps = zeros(2), zeros(4), zeros()
+        self.active = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.obstacle_xy = zeros(c.num_obstacles, 2)
+        self.traffic_s, self.traffic_off, self.traffic_v = (
+            zeros(c.num_traffic),
+            zeros(c.num_traffic),
+            zeros(c.num_traffic),
+        )
+        self.traffic_xy, self.traffic_yaw = zeros(c.num_traffic, 2), zeros(c.num_traffic)
+        self.factors: dict[str, torch.Tensor] = {}
+        self.ended_infraction, self.ended_completion = zeros(), zeros()
+
+    def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        """A random track of the split, a random start on it, fresh obstacles and traffic."""
+        c, k, dev, bank = self.cfg, ids.numel(), self.device, self.bank
+        tid = torch.randint(0, len(bank.tracks), (k,), generator=gen, device=dev)
+        start = torch.randint(0, bank.num_points, (k,), generator=gen, device=dev)
+        hw = bank.half_width[tid]
+        off = uniform(-1.0, 1.0, (k,), gen, dev) * torch.minimum(
+            torch.full_like(hw, c.start_lateral_noise), 0.5 * hw
+        )
+        centre, normal, heading0 = bank.at_index(tid, start)
+        pos = centre + off[:, None] * normal
+        yaw = heading0 + uniform(-c.start_heading_noise, c.start_heading_noise, (k,), gen, dev)
+        qpos = self.qpos0.expand(k, -1).clone()
+        qpos[:, :2] = pos.to(qpos.dtype)
+        qpos[:, 3] = torch.cos(0.5 * yaw).to(qpos.dtype)
+        qpos[:, 6] = torch.sin(0.5 * yaw).to(qpos.dtype)
+        self.sim.reset(ids, qpos, torch.zeros(k, self.qvel.shape[1], dtype=self.qvel.dtype, device=dev))
+        self.ended_infraction[ids] = self.flags[ids].any(1).float()
+        self.ended_completion[ids] = self.route_completion()[ids]
+        self.track_id[ids] = tid
+        idx, s, lateral, heading = bank.project(tid, pos)
+        self.idx[ids], self.s[ids], self.lateral[ids], self.track_heading[ids] = idx, s, lateral, heading
+        self.heading_err[ids] = wrap_angle(yaw - heading)
+        for buf in (
+            self.progress,
+            self.best_progress,
+            self.gain,
+            self.v_fwd,
+            self.v_lat,
+            self.yaw_rate,
+            self.speed,
+            self.time,
+            self.lap_time,
+            self.distance,
+            self.action,
+            self.factor_sum,
+            self.steps,
+        ):
+            buf[ids] = 0.0
+        self.ttc[ids] = float("inf")
+        self.lap_done[ids] = False
+        self.flags[ids] = False
+        self.active[ids] = torch.rand(k, generator=gen, device=dev) < c.scenario_prob
+        self._place_scenario(ids, tid, s, gen)
+        self._cast_rays(ids)
+
+    def _place_scenario(
+        self, ids: torch.Tensor, tid: torch.Tensor, s0: torch.Tensor, gen: torch.Generator
+    ) -> None:
+        """Obstacles spread along the lap ahead of the start; traffic ahead of the car."""
+        c, k, dev, bank = self.cfg, ids.numel(), self.device, self.bank
+        length, hw = bank.length[tid][:, None], bank.half_width[tid][:, None]
+        if c.num_obstacles:
+            o = c.num_obstacles
+            slot = (torch.arange(o, device=dev) + uniform(0.2, 0.8, (k, o), gen, dev)) / o
+            s_obs = s0[:, None] + 6.0 + slot * (length - 10.0)
+            centre, heading = bank.point_at(tid[:, None], s_obs)
+            side = torch.where(torch.rand(k, o, generator=gen, device=dev) < 0.5, -1.0, 1.0)
+            lat = side * uniform(0.0, 0.6, (k, o), gen, dev) * hw
+            normal = torch.stack([-torch.sin(heading), torch.cos(heading)], dim=-1)
+            self.obstacle_xy[ids] = centre + lat[..., None] * normal
+        if c.num_traffic:
+            t = c.num_traffic
+            slot = (torch.arange(t, device=dev) + uniform(0.1, 0.6, (k, t), gen, dev)) / t
+            self.traffic_s[ids] = s0[:, None] + 4.0 + slot * (length - 8.0)
+            self.traffic_off[ids] = uniform(-0.3, 0.3, (k, t), gen, dev) * hw
+            self.traffic_v[ids] = uniform(*c.traffic_speed, (k, t), gen, dev)
+        self._write_mocap(ids)
+
+    def _write_mocap(self, ids: torch.Tensor) -> None:
+        c = self.cfg
+        if c.num_traffic:
+            centre, heading = self.bank.point_at(self.track_id[ids][:, None], self.traffic_s[ids])
+            normal = torch.stack([-torch.sin(heading), torch.cos(heading)], dim=-1)
+            self.traffic_xy[ids] = centre + self.traffic_off[ids][..., None] * normal
+            self.traffic_yaw[ids] = heading
+        park = torch.tensor(PARK, dtype=torch.float64, device=self.device)
+        active = self.active[ids]
+        for group, xy, yaw in (
+            (self._obs_mocap, self.obstacle_xy, None),
+            (self._traffic_mocap, self.traffic_xy, self.traffic_yaw),
+        ):
+            if not len(group):
+                continue
+            pos = torch.cat([xy[ids], torch.zeros_like(xy[ids][..., :1])], dim=-1).double()
+            pos = torch.where(active[:, None, None], pos, park)
+            self.mocap_pos[ids[:, None], group[None, :]] = pos
+            if yaw is not None:
+                half = 0.5 * yaw[ids].double()
+                quat = torch.stack(
+                    [torch.cos(half), torch.zeros_like(half), torch.zeros_like(half), torch.sin(half)], -1
+                )
+                self.mocap_quat[ids[:, None], group[None, :]] = quat
+
+    def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Tyre friction, chassis mass and motor strength per world."""
+        c, k, dev = self.cfg, ids.numel(), self.device
+        friction = self._base_friction.expand(k, -1, -1).clone()
+        friction[:, self._wheel_geoms, 0] *= uniform(*c.friction_range, (k, 1), gen, dev).double()
+        self.sim.set_model_field("geom_friction", ids, friction)
+        mass = self._base_mass.expand(k, -1).clone()
+        mass[:, self._chassis] *= uniform(*c.mass_range, (k,), gen, dev).double()
+        self.sim.set_model_field("body_mass", ids, mass)
+        motor = uniform(*c.motor_range, (k, 1), gen, dev).double()
+        gain, bias = self._base_gain.expand(k, -1, -1).clone(), self._base_bias.expand(k, -1, -1).clone()
+        gain[:, 2:, 0] *= motor
+        bias[:, 2:, 2] *= motor
+        self.sim.set_model_field("actuator_gainprm", ids, gain)
+        self.sim.set_model_field("actuator_biasprm", ids, bias)
+
+    def apply_action(self, action: torch.Tensor) -> None:
+        """Steering -> Ackermann wheel angles; throttle -> both rear motors."""
+        self.action.copy_(action)
+        left, right = ackermann_angles(action[:, 0] * C.MAX_STEER)
+        self.ctrl[:, 0] = left.to(self.ctrl.dtype)
+        self.ctrl[:, 1] = right.to(self.ctrl.dtype)
+        self.ctrl[:, 2:4] = action[:, 1:2].to(self.ctrl.dtype)
+
+    # --- per-step measurements ---------------------------------------------------------
+    def update(self) -> None:
+        """Route tracking, progress, traffic motion, rays and infraction checks for all worlds."""
+        c, bank = self.cfg, self.bank
+        self.ended_infraction.zero_()
+        self.ended_completion.zero_()
+        self.time += self.dt
+        pos = self.qpos[:, :2].float()
+        quat = self.qpos[:, 3:7].float()
+        yaw = yaw_from_quat(quat)
+        vel = quat_rotate_inverse(quat, self.qvel[:, :3].float())
+        self.v_fwd, self.v_lat, self.yaw_rate = vel[:, 0], vel[:, 1], self.qvel[:, 5].float()
+        self.speed = vel[:, :2].norm(dim=1)
+        self.distance += self.speed * self.dt
+        idx, s, self.lateral, self.track_heading = bank.project(self.track_id, pos, self.idx)
+        length = bank.length[self.track_id]
+        self.progress += progress_delta(s, self.s, length)
+        self.idx, self.s = idx, s
+        self.heading_err = wrap_angle(yaw - self.track_heading)
+        self.gain = (self.progress - self.best_progress).clamp(min=0.0)
+        self.best_progress = torch.maximum(self.best_progress, self.progress)
+        finished = ~self.lap_done & (self.best_progress >= length)
+        self.lap_time = torch.where(finished, self.time, self.lap_time)
+        self.lap_done |= finished
+        if c.num_traffic:
+            self.traffic_s += self.traffic_v * self.dt
+        if self.sim.model.nmocap:
+            self._write_mocap(torch.arange(self.num_envs, device=self.device))
+        self._cast_rays(None)
+        front = self.rays[:, self._front_rays[0] : self._front_rays[1]].amin(1)
+        self.ttc = time_to_collision(front, self.v_fwd, 0.5 * C.CAR_LENGTH)
+        up_z = 1.0 - 2.0 * (quat[:, 1].square() + quat[:, 2].square())
+        wrong = ((self.heading_err.abs() > c.wrong_way_angle) & (self.v_fwd > 0.3)) | (
+            self.progress < self.best_progress - c.wrong_way_distance
+        )
+        self.flags = torch.stack(
+            [
+                self._collides(pos, yaw),
+                self.lateral.abs() > bank.half_width[self.track_id],
+                wrong,
+                up_z < 0.5,
+            ],
+            dim=1,
+        )
+
+    def _collides(self, pos: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
+        """``(N,)`` bool: the car's capsule touches an active obstacle or traffic vehicle."""
+        c, r = self.cfg, C.COLLISION_RADIUS
+        a, b = heading_segment(pos, yaw, 0.5 * C.CAR_LENGTH - r)
+        hit = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        if c.num_obstacles:
+            d = point_segment_distance(self.obstacle_xy, a[:, None], b[:, None])
+            hit |= (d < self.obstacle_r + r).any(1)
+        if c.num_traffic:
+            ta, tb = heading_segment(self.traffic_xy, self.traffic_yaw, TRAFFIC_HALF_LENGTH)
+            d = segment_segment_distance(a[:, None], b[:, None], ta, tb)
+            hit |= (d < TRAFFIC_RADIUS + r).any(1)
+        return hit & self.active
+
+    def _cast_rays(self, ids: torch.Tensor | None) -> None:
+        """Horizontal rays from the car centre against obstacles and traffic; a miss reads ``ray_range``."""
+        c = self.cfg
+        if not c.num_rays:
+            return
+        if not self.sim.model.nmocap:
+            self.rays.fill_(c.ray_range)
+            return
+        yaw = yaw_from_quat(self.qpos[:, 3:7].float())[:, None] + self.ray_angles[None, :]
+        vec = torch.stack([torch.cos(yaw), torch.sin(yaw), torch.zeros_like(yaw)], dim=-1)
+        pnt = self.qpos[:, None, :3].float().expand(-1, c.num_rays, -1).clone()
+        pnt[..., 2] = RAY_HEIGHT
+        group = [0] * 6
+        group[C.RAY_GROUP] = 1
+        dist = self.sim.ray(pnt, vec, geomgroup=group).float().to(self.device)
+        dist = torch.where(dist < 0, torch.full_like(dist, c.ray_range), dist.clamp(max=c.ray_range))
+        if ids is None:
+            self.rays = dist
+        else:
+            self.rays[ids] = dist[ids]
+
+    # --- signals -------------------------------------------------------------------------
+    def observe(self) -> dict[str, torch.Tensor]:
+        """Ego state, route errors, route ahead (car frame), rays, steering, last action."""
+        c, bank = self.cfg, self.bank
+        hw = bank.half_width[self.track_id]
+        ahead_s = self.s[:, None] + c.route_spacing * torch.arange(1, c.route_samples + 1, device=self.device)
+        pts, _ = bank.point_at(self.track_id[:, None], ahead_s)
+        rel = pts - self.qpos[:, None, :2].float()
+        yaw = yaw_from_quat(self.qpos[:, 3:7].float())[:, None]
+        cos, sin = torch.cos(yaw), torch.sin(yaw)
+        local = torch.stack(
+            [cos * rel[..., 0] + sin * rel[..., 1], -sin * rel[..., 0] + cos * rel[..., 1]], -1
+        )
+        horizon = c.route_spacing * c.route_samples
+        steer = self.qpos[:, self._steer_adr].float().mean(1, keepdim=True) / C.MAX_STEER
+        policy = torch.cat(
+            [
+                torch.stack(
+                    [
+                        self.v_fwd / C.TOP_SPEED,
+                        self.v_lat,
+                        0.5 * self.yaw_rate,
+                        self.lateral / hw,
+                        torch.sin(self.heading_err),
+                        torch.cos(self.heading_err),
+                        hw,
+                    ],
+                    dim=1,
+                ),
+                local.flatten(1) / horizon,
+                self.rays / c.ray_range,
+                steer,
+                self.action,
+            ],
+            dim=1,
+        )
+        obs = {"policy": policy}
+        if c.camera:
+            ids = torch.arange(self.num_envs)
+            obs["image"] = torch.from_numpy(self.sim.render(c.camera_name, ids, tuple(c.image_size))).to(
+                self.device
+            )
+        return obs
+
+    def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``route_gain`` (CaRL: completion gain x soft factors); ``infraction`` (-1 when one ends it)."""
+        c = self.cfg
+        self.factors = carl_factors(
+            self.lateral,
+            self.bank.half_width[self.track_id],
+            self.v_fwd * self.yaw_rate,
+            self.ttc,
+            self.v_fwd,
+            lane_penalty=c.lane_penalty,
+            comfort_lat_acc=c.comfort_lat_acc,
+            comfort_penalty=c.comfort_penalty,
+            ttc_min=c.ttc_min,
+            ttc_penalty=c.ttc_penalty,
+            min_speed=c.min_speed,
+            min_speed_penalty=c.min_speed_penalty,
+        )
+        factor = torch.stack(list(self.factors.values()), dim=1)
+        self.factor_sum += factor
+        self.steps += 1
+        gain = self.gain / self.bank.length[self.track_id]
+        return {"route_gain": gain * factor.prod(1), "infraction": -self.flags.any(1).float()}
+
+    def terminated(self) -> torch.Tensor:
+        """A hard infraction, or a completed lap."""
+        return self.flags.any(1) | self.lap_done
+
+    def success(self) -> torch.Tensor:
+        """The lap is complete."""
+        return self.lap_done.clone()
+
+    def route_completion(self) -> torch.Tensor:
+        """``(N,)`` fraction of the lap covered, in ``[0, 1]``."""
+        return (self.best_progress / self.bank.length[self.track_id]).clamp(0.0, 1.0)
+
+    def episode_metrics(self) -> dict[str, torch.Tensor]:
+        """Route completion, each infraction, distance (km), lap time (0 if not completed), mean factors."""
+        metrics = {
+            "route_completion": self.route_completion(),
+            "lap_completed": self.lap_done.float(),
+            "lap_time_s": torch.where(self.lap_done, self.lap_time, torch.zeros_like(self.lap_time)),
+            "distance_km": self.distance / 1000.0,
+            "infractions": self.flags.any(1).float(),
+            "mean_speed": self.distance / self.time.clamp(min=self.dt),
+        }
+        for i, name in enumerate(INFRACTIONS):
+            metrics[name] = self.flags[:, i].float()
+        for i, name in enumerate(("lane", "comfort", "ttc", "speed")):
+            metrics[f"factor_{name}"] = self.factor_sum[:, i] / self.steps.clamp(min=1)
+        return metrics
+
+    def trace(self) -> dict[str, torch.Tensor]:
+        """Per-step pose, speed, track, progress, obstacles and traffic of every world.
+
+        ``ended_*`` hold the outcome of an episode that ended (and was reset) during this
+        step, since the env records the trace after its autoreset.
+        """
+        return {
+            "xy": self.qpos[:, :2].float().clone(),
+            "yaw": yaw_from_quat(self.qpos[:, 3:7].float()),
+            "speed": self.speed.clone(),
+            "track_id": self.track_id.float(),
+            "time": self.time.clone(),
+            "route_completion": self.route_completion(),
+            "obstacles": self.obstacle_xy.clone(),
+            "traffic": self.traffic_xy.clone(),
+            "traffic_yaw": self.traffic_yaw.clone(),
+            "active": self.active.float(),
+            "infraction": self.flags.any(1).float(),
+            "ended_infraction": self.ended_infraction.clone(),
+            "ended_completion": self.ended_completion.clone(),
+        }
+
+    def eval_artifacts(self, trace: dict[str, np.ndarray], out_dir: str) -> list[str]:
+        """Track plot PNG of the driven path and a top-down MP4, from world 0's trace."""
+        from robotrl.tasks.driving.plots import plot_track, topdown_video
+
+        radii = self.obstacle_radii()
+        return [plot_track(self.bank, trace, radii, out_dir), topdown_video(self.bank, trace, radii, out_dir)]
+
+
+TASK = DrivingTask
