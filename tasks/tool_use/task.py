@@ -44,6 +44,7 @@ def build_scene(cfg: ToolUseConfig, tool: tools.ToolSpec) -> mujoco.MjSpec:
     """Table plane, robot, ``tool`` and a visual-only goal marker (mocap), with a ``home`` keyframe."""
     spec = mujoco.MjSpec()
     spec.modelname = "tool_use"
+    spec.compiler.degree = False  # every angle in this package is in radians
     opt = spec.option
     opt.timestep = C.TIMESTEP
     opt.solver = mujoco.mjtSolver.mjSOL_NEWTON

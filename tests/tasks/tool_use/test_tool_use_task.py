@@ -1,0 +1,189 @@
+"""The tool-use task through the generic TaskEnv on the CPU backend (mujoco.batch)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from robotrl.tasks.tool_use.config import ToolUseConfig
+
+from robotrl.envs.task_env import TaskEnv
+from robotrl.sim.backend import SimConfig
+
+QUIET = {"dr_kicks": False, "dr_object_pose": False, "obs_delay_max": 0, "action_delay_max": 0}
+
+
+def make(n=8, **kw):
+    return TaskEnv(ToolUseConfig(**{"arm": "floating", **kw}), SimConfig(num_envs=n, nthread=2), seed=0)
+
+
+def hold_action(task):
+    """Action that keeps the current joint targets (arm delta 0, hand targets unchanged)."""
+    a = torch.zeros(task.num_envs, task.action_dim)
+    na = task._na
+    a[:, na:] = 2 * (task.targets[:, na:] - task.lo[na:]) / (task.hi[na:] - task.lo[na:]) - 1
+    return a
+
+
+@pytest.mark.parametrize("arm", ["floating", "kuka_iiwa"])
+def test_smoke_reset_step_autoreset(arm):
+    if arm == "kuka_iiwa":
+        pytest.importorskip("pybullet_data", reason="the KUKA arm needs pybullet_data: pip install pybullet")
+    env = make(n=6, arm=arm, episode_length_s=0.4)  # 20 control steps
+    task = env.task
+    obs = env.reset()
+    assert obs["policy"].shape == (6, sum(size for _, size in task.obs_layout()))
+    assert obs["critic"].shape[1] > obs["policy"].shape[1]
+    assert len(task.joint_names) == env.num_actions == len(task.action_spec()["scale"])
+    gen = torch.Generator().manual_seed(0)
+    ended = []
+    for _ in range(25):
+        action = torch.rand(6, env.num_actions, generator=gen) * 2 - 1
+        obs, reward, term, trunc, info = env.step(action)
+        assert torch.isfinite(obs["policy"]).all() and torch.isfinite(obs["critic"]).all()
+        assert torch.isfinite(reward).all()
+        assert set(info["reward_terms"]) == set(ToolUseConfig().reward_scales)
+        if "episode" in info:
+            ended.append(info["episode"])
+    assert ended, "no episode ended although the time limit is 20 steps"
+    ep = ended[0]
+    for key in ("goals_reached", "dropped", "lifted", "curriculum_stage", "return", "success"):
+        assert key in ep
+    assert (env.episode_step < 20).all()  # autoreset restarted the clocks
+    assert env.total_sim_resets == 0
+
+
+def test_goal_reached_pays_bonus_and_draws_new_goal():
+    env = make(n=4, randomize=False, curriculum=False, success_steps=1,
+               goal_region_low=[0.5, -0.1, 0.35], goal_region_high=[0.65, 0.1, 0.4])
+    task, sim = env.task, env.task.sim
+    env.reset()
+    ids = torch.arange(4)
+    qpos = task.qpos.clone()
+    qpos[:, task._tq:task._tq + 3] = task.goal_pos.double()
+    qpos[:, task._tq + 3:task._tq + 7] = task.goal_quat.double()
+    sim.reset(ids, qpos, torch.zeros_like(task.qvel))
+    pos_err, rot_err = task.goal_errors()
+    # the goal frame is the tool frame at the goal (float32 acos resolves ~1e-3 rad near 0)
+    assert pos_err.max() < 1e-6 and rot_err.max() < 3e-3
+    old_goal = task.goal_pos.clone()
+    _, _, _, _, info = env.step(hold_action(task))
+    scale = ToolUseConfig().reward_scales["goal_bonus"]
+    assert torch.allclose(info["reward_terms"]["goal_bonus"], torch.full((4,), scale))
+    assert (task.goals_reached == 1).all()
+    assert (task.goal_pos - old_goal).norm(dim=1).min() > 1e-4  # a new goal was drawn
+    _, _, _, _, info = env.step(hold_action(task))
+    assert (info["reward_terms"]["goal_bonus"] == 0).all()  # no repeated bonus for the old goal
+
+
+def test_lift_bonus_then_drop_terminates():
+    env = make(n=4, randomize=False, curriculum=False)
+    task, sim = env.task, env.task.sim
+    env.reset()
+    qpos = task.qpos.clone()
+    qpos[:, task._tq + 2] = (task.rest_z + 0.17).double()  # 17 cm above rest: past the 15 cm lift
+    qpos[:, task._tq] += 0.15  # away from the hand, so it falls freely
+    sim.reset(torch.arange(4), qpos, torch.zeros_like(task.qvel))
+    _, _, term, _, info = env.step(hold_action(task))
+    scales = ToolUseConfig().reward_scales
+    assert torch.allclose(info["reward_terms"]["lift_bonus"], torch.full((4,), scales["lift_bonus"]))
+    assert torch.allclose(info["reward_terms"]["lift"], torch.full((4,), 0.15 * scales["lift"]))
+    assert not term.any()
+    dropped = None
+    for _ in range(30):
+        _, _, term, _, info = env.step(hold_action(task))
+        assert (info["reward_terms"]["lift_bonus"] == 0).all()  # paid once
+        if term.any():
+            dropped = info["episode"]["dropped"]
+            break
+    assert dropped is not None and (dropped == 1).all()
+
+
+def test_per_world_randomization_changes_dynamics():
+    def rollout(randomize):
+        env = make(n=4, randomize=randomize, split="heldout_family", tools_per_family=1, **QUIET)
+        task, sim = env.task, env.task.sim
+        env.reset()
+        ids = torch.arange(4)
+        sim.reset(ids, task.qpos[:1].expand(4, -1).clone(), torch.zeros_like(task.qvel))
+        task.targets[:] = task.targets[:1].clone()
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(15):
+            a = (torch.rand(1, env.num_actions, generator=gen) * 2 - 1).expand(4, -1)
+            env.step(a.contiguous())
+        return task.qpos.clone(), sim.model_field("body_mass")[:, task._tool_body], \
+            sim.model_field("actuator_gainprm")[:, :, 0]
+
+    q_nominal, mass_nominal, _ = rollout(False)
+    assert (q_nominal - q_nominal[:1]).abs().max() == 0  # same tool, same actions: identical worlds
+    assert mass_nominal.unique().numel() == 1
+    q_dr, mass_dr, gain_dr = rollout(True)
+    assert mass_dr.unique().numel() == 4 and gain_dr[:, 0].unique().numel() == 4
+    lo, hi = ToolUseConfig().dynamics_range
+    ratio = mass_dr / mass_nominal
+    assert (ratio >= lo - 1e-9).all() and (ratio <= hi + 1e-9).all()
+    assert (q_dr - q_dr[:1]).abs().amax(dim=1)[1:].min() > 1e-4  # every world moved differently
+
+
+def test_each_world_collides_with_its_own_tool_geometry():
+    env = make(n=12, randomize=False, curriculum=False, tools_per_family=4)
+    task = env.task
+    env.reset()
+    for _ in range(40):
+        env.step(hold_action(task))
+    z = task._tool_pose()[:, 2]
+    assert task.tool_id.unique().numel() > 3
+    assert task.rest_z.max() - task.rest_z.min() > 0.004
+    # each tool rests at the height its own (standalone) geometry gives, not the default model's
+    assert torch.allclose(z, task.rest_z, atol=1.5e-3)
+
+
+def test_curriculum_advances_reach_lift_goal():
+    env = make(n=16, randomize=False, curriculum=True, curriculum_min_episodes=8)
+    task = env.task
+    assert task.stage == 0
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.arange(16)
+    task.steps[:] = 5
+    task.reached[:] = True
+    for _ in range(3):
+        task.steps[:] = 5
+        task.reached[:] = True
+        task.reset(ids, gen)
+    assert task.stage == 1
+    # lift-stage goals sit above the spawn point, with the spawn orientation
+    assert ((task.goal_pos[:, 2] - task.spawn_pos[:, 2]) > 0.1).all()
+    for _ in range(4):
+        task.steps[:] = 5
+        task.lifted[:] = True
+        task.reset(ids, gen)
+    assert task.stage == 2
+    low, high = torch.tensor(task.cfg.goal_region_low), torch.tensor(task.cfg.goal_region_high)
+    assert ((task.goal_pos >= low) & (task.goal_pos <= high)).all()
+    assert task.episode_metrics()["curriculum_stage"].eq(2).all()
+
+
+def test_no_curriculum_starts_in_goal_stage_and_config_is_untouched():
+    cfg = ToolUseConfig(arm="floating", curriculum=False)
+    before = dataclasses.asdict(cfg)
+    env = TaskEnv(cfg, SimConfig(num_envs=2, nthread=1))
+    assert env.task.stage == 2
+    assert dataclasses.asdict(cfg) == before
+
+
+def test_unknown_arm_and_split_are_explained():
+    with pytest.raises(ValueError, match="valid arms"):
+        make(n=2, arm="ur5")
+    with pytest.raises(ValueError, match="valid splits"):
+        make(n=2, split="test")
+
+
+def test_preview_writes_contact_sheet(tmp_path):
+    from robotrl.tasks.tool_use.preview import main
+
+    out = tmp_path / "sheet.png"
+    assert main(["--n", "3", "--size", "64", "--out", str(out)]) == 0
+    import imageio.v2 as imageio
+
+    img = imageio.imread(out)
+    assert img.ndim == 3 and img.shape[0] > 100 and np.asarray(img).std() > 5
