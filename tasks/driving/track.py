@@ -8,7 +8,8 @@ in arc length. A candidate is kept only if its geometry is valid (see ``validate
   folds over itself and the car, whose minimum turn radius is about 0.75 m, can follow it);
 * no two stretches of road that are far apart along the route come within
   ``2 * half_width + gap`` of each other (the road never overlaps itself);
-* neither lane boundary self-intersects.
+* every lane-boundary point is ``half_width`` from its nearest centreline point (the road
+  does not fold or overlap), and neither lane boundary self-intersects.
 
 Tracks are generated from integer seeds only, so the same seed gives the same track on any
 machine. Training tracks use seeds ``0, 1, ...`` and held-out tracks
@@ -146,18 +147,19 @@ def validate(track: Track, params: TrackParams) -> list[str]:
     min_radius = 1.0 / max(np.abs(track.curvature).max(), 1e-9)
     if min_radius < params.min_turn_radius:
         return [f"turn radius {min_radius:.2f} m < {params.min_turn_radius} m"]
-    diff = track.center[:, None, :] - track.center[None, :, :]
-    dist = np.linalg.norm(diff, axis=-1)
-    ds = np.abs(track.s[:, None] - track.s[None, :])
-    along = np.minimum(ds, track.length - ds)
     clearance = 2 * track.half_width + params.gap
     # points further apart along the road than half a circle of the clearance radius must stay apart
-    far = along > np.pi * clearance
-    if far.any() and dist[far].min() < clearance:
-        problems.append(
-            f"road overlaps itself (closest far pair {dist[far].min():.2f} m < {clearance:.2f} m)"
-        )
+    pairs = cKDTree(track.center).query_pairs(clearance, output_type="ndarray")
+    if len(pairs):
+        ds = np.abs(track.s[pairs[:, 0]] - track.s[pairs[:, 1]])
+        far = np.minimum(ds, track.length - ds) > np.pi * clearance
+        if far.any():
+            d = np.linalg.norm(track.center[pairs[far, 0]] - track.center[pairs[far, 1]], axis=1).min()
+            problems.append(f"road overlaps itself (closest far pair {d:.2f} m < {clearance:.2f} m)")
     for side, poly in zip(("left", "right"), track.boundaries(), strict=True):
+        nearest, _ = cKDTree(track.center).query(poly)
+        if nearest.min() < 0.99 * track.half_width:
+            problems.append(f"{side} boundary within {nearest.min():.2f} m of the centreline (road overlaps)")
         if segments_intersect(poly):
             problems.append(f"{side} boundary self-intersects")
     return problems

@@ -1,0 +1,230 @@
+"""Driving task through TaskEnv: progress on constructed states, infractions, rays, smoke test."""
+
+import math
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+from robotrl.tasks.driving import constants as C
+from robotrl.tasks.driving.car import ackermann_angles
+from robotrl.tasks.driving.config import DrivingConfig
+from robotrl.tasks.driving.task import INFRACTIONS, TRAFFIC_RADIUS
+
+from robotrl.envs.task_env import TaskEnv
+from robotrl.math import quat_mul
+from robotrl.sim.backend import SimConfig
+
+
+def make_env(n: int = 4, **overrides) -> TaskEnv:
+    values = dict(num_tracks=3, randomize=False, action_delay_max=0, scenario_prob=0.0)
+    values.update(overrides)
+    return TaskEnv(DrivingConfig(**values), SimConfig(num_envs=n, nthread=1), seed=0)
+
+
+def place(
+    env: TaskEnv,
+    world: int,
+    s: float,
+    lateral: float = 0.0,
+    heading: float = 0.0,
+    speed: float = 0.0,
+    upside_down: bool = False,
+    z: float | None = None,
+) -> torch.Tensor:
+    """Put the car of ``world`` at arc length ``s`` of its track; returns its (x, y)."""
+    task = env.task
+    p, h = task.bank.point_at(task.track_id[world : world + 1], torch.tensor([float(s)]))
+    h = h[0]
+    normal = torch.stack([-torch.sin(h), torch.cos(h)])
+    pos = p[0] + lateral * normal
+    yaw = h + heading
+    qpos = task.qpos0.clone()[None]
+    qpos[0, :2] = pos.double()
+    quat = torch.tensor([[math.cos(0.5 * yaw), 0.0, 0.0, math.sin(0.5 * yaw)]])
+    if upside_down:
+        quat = quat_mul(quat, torch.tensor([[0.0, 1.0, 0.0, 0.0]]))
+    qpos[0, 3:7] = quat[0].double()
+    if z is not None:
+        qpos[0, 2] = z
+    qvel = torch.zeros(1, env.sim.model.nv, dtype=torch.float64)
+    qvel[0, 0], qvel[0, 1] = speed * math.cos(yaw), speed * math.sin(yaw)
+    env.sim.reset(torch.tensor([world]), qpos, qvel)
+    return pos
+
+
+def test_progress_and_route_completion_on_constructed_states():
+    env = make_env(n=2)
+    task = env.task
+    s0, length = float(task.s[0]), float(task.bank.length[task.track_id[0]])
+    total_gain = 0.0
+    for k in range(1, int(length) + 1):
+        place(env, 0, s0 + k, lateral=0.0)
+        task.update()
+        assert task.progress[0].item() == pytest.approx(k, abs=0.03)
+        assert task.route_completion()[0].item() == pytest.approx(k / length, abs=1e-3)
+        terms = task.reward_terms(torch.zeros(2, 2))
+        total_gain += terms["route_gain"][0].item()
+        assert not task.flags[0].any(), f"no infraction expected at {k} m, got {task.flags[0]}"
+    assert not task.lap_done[0]
+    # standing still on the centreline: lane, comfort and TTC factors are 1, the speed factor 0.5
+    assert total_gain == pytest.approx(0.5 * int(length) / length, rel=0.02)
+    place(env, 0, s0 + length + 0.3)  # across the start line: lap complete
+    task.update()
+    assert task.lap_done[0] and task.terminated()[0] and task.success()[0]
+    assert task.route_completion()[0].item() == 1.0
+    assert not task.terminated()[1]
+
+
+def test_driving_backwards_is_no_gain_then_wrong_way():
+    env = make_env(n=1)
+    task = env.task
+    s0 = float(task.s[0])
+    place(env, 0, s0 + 1.0)
+    task.update()
+    place(env, 0, s0 + 0.2)
+    task.update()
+    assert task.reward_terms(torch.zeros(1, 2))["route_gain"][0].item() == 0.0
+    assert not task.flags[0].any()
+    for back in (-0.3, -0.7):  # 1.9 m behind the best progress: still allowed (wrong_way_distance = 2 m)
+        place(env, 0, s0 + back)
+        task.update()
+    assert not task.flags[0].any()
+    place(env, 0, s0 - 1.2)  # 2.2 m behind
+    task.update()
+    assert task.flags[0].tolist() == [name == "wrong_way" for name in INFRACTIONS]
+    assert task.terminated()[0]
+
+
+def test_each_infraction_terminates_the_episode():
+    env = make_env(n=6, scenario_prob=1.0)
+    task = env.task
+    cases = {0: None, 1: "off_road", 2: "wrong_way", 3: "rollover", 4: "collision", 5: "collision"}
+    for w in range(6):
+        task.active[w] = w >= 4
+        task.traffic_v[w] = 0.0
+        task.traffic_s[w] = task.s[w] + 20.0
+        task.obstacle_xy[w] = torch.tensor([500.0, 500.0])
+    s = {w: float(task.s[w]) for w in range(6)}
+    place(env, 0, s[0])
+    place(env, 1, s[1], lateral=float(task.bank.half_width[task.track_id[1]]) + 0.3)
+    place(env, 2, s[2], heading=math.pi, speed=1.5)
+    place(env, 3, s[3], upside_down=True, z=0.2)
+    pos = place(env, 4, s[4])
+    heading = task.bank.point_at(task.track_id[4:5], torch.tensor([s[4]]))[1][0]
+    task.obstacle_xy[4, 0] = pos + 0.3 * torch.stack([torch.cos(heading), torch.sin(heading)])
+    place(env, 5, s[5])
+    task.traffic_s[5, 0] = s[5] + 0.2
+    task.traffic_off[5, 0] = 0.0
+    _, _, terminated, truncated, info = env.step(torch.zeros(6, 2))
+    assert not terminated[0] and not truncated[0], f"clean world ended: {task.flags[0]}"
+    done = (terminated | truncated).nonzero().squeeze(1).tolist()
+    assert done == [1, 2, 3, 4, 5]
+    episode = info["episode"]
+    for row, w in enumerate(done):
+        fired = [name for name in INFRACTIONS if episode[name][row] > 0]
+        assert fired == [cases[w]], f"world {w}: expected {cases[w]}, got {fired}"
+        assert terminated[w] and not truncated[w]
+        assert info["reward_terms"]["infraction"][w].item() == -env.cfg.reward_scales["infraction"]
+    assert info["reward_terms"]["infraction"][0].item() == 0.0
+
+
+def test_rays_match_known_obstacle_and_vehicle_distances():
+    env = make_env(n=2, scenario_prob=1.0, num_obstacles=3, num_traffic=1, num_rays=15, ray_fov_deg=180.0)
+    task = env.task
+    s = float(task.s[0])
+    pos = place(env, 0, s)
+    yaw = float(task.bank.point_at(task.track_id[0:1], torch.tensor([s]))[1][0])
+    fwd, left = torch.tensor([math.cos(yaw), math.sin(yaw)]), torch.tensor([-math.sin(yaw), math.cos(yaw)])
+    radii = task.obstacle_radii()
+    task.active[0] = True
+    task.obstacle_xy[0] = torch.stack([pos + 2.0 * fwd, pos + 1.5 * left, torch.tensor([500.0, 500.0])])
+    task.traffic_v[0] = 0.0
+    task.update()  # places the mocap bodies and casts the rays
+    # put the traffic capsule 2.5 m to the right, parallel to the car (its side faces the ray)
+    task.traffic_xy[0, 0] = pos - 2.5 * left
+    task.traffic_yaw[0, 0] = yaw
+    task.mocap_pos[0, task._traffic_mocap[0], :2] = task.traffic_xy[0, 0].double()
+    quat = torch.tensor([math.cos(0.5 * yaw), 0, 0, math.sin(0.5 * yaw)], dtype=torch.float64)
+    task.mocap_quat[0, task._traffic_mocap[0]] = quat
+    task._cast_rays(None)
+    rays = task.rays[0]
+    assert rays[7].item() == pytest.approx(2.0 - radii[0], abs=1e-4)  # straight ahead
+    assert rays[14].item() == pytest.approx(1.5 - radii[1], abs=1e-4)  # 90 degrees left
+    assert rays[0].item() == pytest.approx(2.5 - TRAFFIC_RADIUS, abs=1e-4)  # 90 degrees right
+    assert rays[3].item() == env.cfg.ray_range  # a miss reads the range
+    # the observation carries the same readings, normalized by the range
+    start = sum(size for name, size in task.obs_layout()[:6])
+    assert [name for name, _ in task.obs_layout()][6] == "rays"
+    obs = task.observe()["policy"][0, start : start + 15]
+    torch.testing.assert_close(obs, rays / env.cfg.ray_range)
+
+
+def test_car_drives_like_an_rc_car():
+    env = make_env(n=1)
+    model = env.sim.model
+    data = mujoco.MjData(model)
+    for _ in range(300):  # 3 s of full throttle, straight
+        data.ctrl[:] = [0.0, 0.0, 1.0, 1.0]
+        mujoco.mj_step(model, data)
+    speed = float(np.linalg.norm(data.qvel[:2]))
+    assert 3.5 < speed < C.TOP_SPEED
+    left, right = ackermann_angles(0.2)
+    for _ in range(100):
+        data.ctrl[:] = [left, right, 0.5, 0.5]
+        mujoco.mj_step(model, data)
+    assert data.qvel[5] > 0.5  # positive steering turns left
+    total_mass = model.body_subtreemass[model.body(C.CHASSIS_BODY).id]
+    assert 3.0 < total_mass < 4.5
+
+
+def test_smoke_random_actions():
+    env = TaskEnv(DrivingConfig(num_tracks=4), SimConfig(num_envs=16, nthread=1), seed=1)
+    obs = env.reset()
+    width = sum(size for _, size in env.task.obs_layout())
+    assert obs["policy"].shape == (16, width)
+    gen = torch.Generator().manual_seed(0)
+    finished = []
+    for _ in range(120):
+        action = torch.rand(16, 2, generator=gen) * 2 - 1
+        action[:, 1] = action[:, 1].abs()
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert torch.isfinite(obs["policy"]).all() and torch.isfinite(reward).all()
+        if "episode" in info:
+            finished.append(info["episode"])
+    assert finished, "random driving should end some episodes by infractions"
+    rc = torch.cat([e["route_completion"] for e in finished])
+    assert ((rc >= 0) & (rc <= 1)).all()
+    assert env.total_sim_resets == 0
+
+
+def test_camera_observation():
+    env = make_env(n=2, camera=True, image_size=[24, 32])
+    image = env.reset()["image"]
+    assert image.shape == (2, 24, 32, 3) and image.dtype == torch.uint8
+    assert image.float().std() > 1.0
+
+
+def test_eval_artifacts(tmp_path):
+    env = make_env(n=2, scenario_prob=1.0)
+    env.reset()
+    rows = []
+    for _ in range(25):
+        env.step(torch.tensor([[0.0, 0.6], [0.0, 0.6]]))
+        rows.append({k: v[0].numpy().copy() for k, v in env.task.trace().items()})
+    trace = {k: np.stack([r[k] for r in rows]) for k in rows[0]}
+    paths = env.task.eval_artifacts(trace, str(tmp_path))
+    assert [p.rsplit("/", 1)[-1] for p in paths] == ["track.png", "topdown.mp4"]
+    import imageio.v2 as imageio
+
+    assert imageio.imread(paths[0]).shape[0] > 200
+    assert imageio.get_reader(paths[1]).count_frames() == 25
+
+
+def test_hydra_configs(train_cfg):
+    cfg = train_cfg("task=driving")
+    assert isinstance(cfg.task, DrivingConfig) and cfg.task.scenario_prob == 0.5
+    assert cfg.policy.distribution == "beta"
+    traffic = train_cfg("task=driving_traffic")
+    assert traffic.task.name == "driving" and traffic.task.scenario_prob == 1.0
+    assert traffic.policy.distribution == "beta"
