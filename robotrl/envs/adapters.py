@@ -76,6 +76,7 @@ def make_sb3_vec_env(env: VecEnv) -> Any:
 
         def __init__(self, inner: VecEnv) -> None:
             self.env = inner
+            self.render_mode = None
             obs_space, act_space = _spaces(inner)
             super().__init__(inner.num_envs, obs_space, act_space)
             self._actions: torch.Tensor | None = None

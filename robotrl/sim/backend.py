@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
@@ -53,6 +53,8 @@ class SimConfig:
         nconmax: Warp contact buffer size per world (0: backend default).
         njmax: Warp constraint rows per world (0: backend default).
         divergence_threshold: a world with ``|qvel|`` above this is treated as diverged.
+        per_world_fields: model fields given a per-world copy on ``warp`` (MuJoCo Warp sizes
+            them in ``put_model``); the ``cpu`` backend expands any field on first write.
     """
 
     backend: str = "cpu"
@@ -63,6 +65,10 @@ class SimConfig:
     nconmax: int = 0
     njmax: int = 0
     divergence_threshold: float = 1.0e4
+    per_world_fields: list[str] = field(
+        default_factory=lambda: ["geom_friction", "body_mass", "geom_size", "dof_damping", "actuator_gainprm",
+                                 "actuator_biasprm"]
+    )
 
 
 class BatchSim(abc.ABC):

@@ -1,0 +1,180 @@
+"""GPU backend: MuJoCo Warp on CUDA, ``nstep`` substeps captured in a CUDA graph.
+
+Bound fields are ``wp.to_torch`` views of the Warp arrays (float32, zero-copy, on the
+same CUDA device). Per-world model fields must be declared up front because MuJoCo Warp
+allocates the batch dimension in ``put_model``: ``SimConfig.per_world_fields`` lists
+them. MuJoCo Warp has no PGS solver: task models use Newton or CG.
+
+This module is only imported when ``sim.backend=warp`` (``robotrl.sim.backend.make_sim``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import mujoco
+import numpy as np
+import torch
+
+from robotrl.sim.backend import BatchSim, SimConfig
+
+log = logging.getLogger(__name__)
+
+try:
+    import mujoco_warp as mjw
+    import warp as wp
+except ImportError as err:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "sim.backend=warp needs MuJoCo Warp: pip install 'robotrl[gpu]' (mujoco-warp, warp-lang)."
+    ) from err
+
+# Fields that set_const must recompute after an edit (see mujoco_warp.set_const).
+_SETCONST = {"body_mass", "body_inertia", "body_ipos", "body_iquat", "qpos0", "dof_armature", "body_pos",
+             "body_quat", "actuator_gear"}
+
+
+class WarpBatchSim(BatchSim):
+    """``nsim`` worlds on MuJoCo Warp (see ``robotrl.sim.backend``)."""
+
+    def __init__(self, model: mujoco.MjModel, cfg: SimConfig) -> None:
+        if model.opt.solver == mujoco.mjtSolver.mjSOL_PGS:
+            raise ValueError("MuJoCo Warp does not support the PGS solver: build the task model with Newton or CG.")
+        wp.init()
+        self.model = model
+        self.nsim = cfg.num_envs
+        self.cfg = cfg
+        self.device = torch.device(cfg.device)
+        self._wp_device = wp.get_device(str(self.device))
+        batched = {name: cfg.num_envs for name in cfg.per_world_fields}
+        with wp.ScopedDevice(self._wp_device):
+            self.m = mjw.put_model(model, batch_sizes=batched)
+            data = mujoco.MjData(model)
+            mujoco.mj_forward(model, data)
+            kwargs = {}
+            if cfg.nconmax > 0:
+                kwargs["nconmax"] = cfg.nconmax
+            if cfg.njmax > 0:
+                kwargs["njmax"] = cfg.njmax
+            self.d = mjw.put_data(model, data, nworld=cfg.num_envs, **kwargs)
+        self._per_world = set(cfg.per_world_fields)
+        self._views: dict[str, torch.Tensor] = {}
+        self._graphs: dict[int, object] = {}
+        self._host_data = mujoco.MjData(model)
+        self._qpos = self.bind("qpos")
+        self._qvel = self.bind("qvel")
+        log.info("MuJoCo Warp: %d worlds on %s (per-world fields: %s)", self.nsim, self.device,
+                 ", ".join(sorted(self._per_world)) or "none")
+
+    def bind(self, field: str) -> torch.Tensor:
+        """Live ``(nsim, ...)`` float32 torch view of Warp data field ``field``."""
+        if field not in self._views:
+            arr = getattr(self.d, field, None)
+            if arr is None:
+                raise KeyError(f"Cannot bind {field!r}: MuJoCo Warp's Data has no such field.")
+            self._views[field] = wp.to_torch(arr)
+        return self._views[field]
+
+    def _run(self, nstep: int) -> None:
+        for _ in range(nstep):
+            mjw.step(self.m, self.d)
+
+    def step(self, nstep: int = 1) -> torch.Tensor:
+        """Advance all worlds (graph-captured after the first call); return diverged world ids."""
+        with wp.ScopedDevice(self._wp_device):
+            if not self.cfg.cuda_graph:
+                self._run(nstep)
+            else:
+                graph = self._graphs.get(nstep)
+                if graph is None:
+                    self._run(nstep)  # the real step; compiles the kernels before capture
+                    with wp.ScopedCapture() as capture:  # records only: nothing runs here
+                        self._run(nstep)
+                    self._graphs[nstep] = capture.graph
+                else:
+                    wp.capture_launch(graph)
+        bad = ~torch.isfinite(self._qpos).all(dim=1) | ~torch.isfinite(self._qvel).all(dim=1)
+        bad |= self._qvel.abs().amax(dim=1) > self.cfg.divergence_threshold
+        return bad.nonzero().squeeze(1)
+
+    def reset(
+        self,
+        ids: torch.Tensor,
+        qpos: torch.Tensor | None = None,
+        qvel: torch.Tensor | None = None,
+    ) -> None:
+        """Reset worlds ``ids`` (masked ``reset_data``), write the given state, then forward."""
+        if ids.numel() == 0:
+            return
+        idx = ids.to(self.device, torch.int64)
+        mask = torch.zeros(self.nsim, dtype=torch.bool, device=self.device)
+        mask[idx] = True
+        with wp.ScopedDevice(self._wp_device):
+            mjw.reset_data(self.m, self.d, reset=wp.from_torch(mask))
+            if qpos is not None:
+                self._qpos[idx] = qpos.to(self.device, self._qpos.dtype)
+            if qvel is not None:
+                self._qvel[idx] = qvel.to(self.device, self._qvel.dtype)
+            mjw.forward(self.m, self.d)
+
+    def forward(self, ids: torch.Tensor | None = None) -> None:
+        """``mj_forward`` for all worlds (Warp computes every world in one launch)."""
+        with wp.ScopedDevice(self._wp_device):
+            mjw.forward(self.m, self.d)
+
+    def _model_view(self, name: str) -> torch.Tensor:
+        arr = getattr(self.m, name, None)
+        if arr is None:
+            raise KeyError(f"MuJoCo Warp's Model has no field {name!r}.")
+        return wp.to_torch(arr)
+
+    def set_model_field(self, name: str, ids: torch.Tensor, values: torch.Tensor) -> None:
+        """Per-world values of a field declared in ``sim.per_world_fields``; set_const when needed."""
+        if name not in self._per_world:
+            raise KeyError(
+                f"Model field {name!r} is shared by all worlds on the warp backend. Add it to "
+                f"sim.per_world_fields (now {sorted(self._per_world)}) to randomize it per world."
+            )
+        view = self._model_view(name)
+        view[ids.to(self.device, torch.int64)] = values.to(self.device, view.dtype).reshape(
+            (ids.numel(), *view.shape[1:])
+        )
+        if name in _SETCONST:
+            with wp.ScopedDevice(self._wp_device):
+                mjw.set_const(self.m, self.d)
+
+    def model_field(self, name: str) -> torch.Tensor:
+        """``(nsim, ...)`` values of a model field as each world sees it."""
+        view = self._model_view(name)
+        return view.expand(self.nsim, *view.shape[1:]).clone()
+
+    def ray(
+        self, pnt: torch.Tensor, vec: torch.Tensor, bodyexclude: int = -1, geomgroup: list[int] | None = None
+    ) -> torch.Tensor:
+        """Batched ray casts ``(nsim, nray)`` with ``mujoco_warp.rays``; -1 for a miss."""
+        n, nray = pnt.shape[0], pnt.shape[1]
+        group = wp.types.vector(6, wp.float32)(*(geomgroup or [-1] * 6))
+        dist = torch.empty(n, nray, device=self.device)
+        geomid = torch.empty(n, nray, dtype=torch.int32, device=self.device)
+        normal = torch.empty(n, nray, 3, device=self.device)
+        exclude = torch.full((nray,), bodyexclude, dtype=torch.int32, device=self.device)
+        with wp.ScopedDevice(self._wp_device):
+            mjw.rays(
+                self.m, self.d,
+                wp.from_torch(pnt.to(self.device, torch.float32).contiguous(), dtype=wp.vec3f),
+                wp.from_torch(vec.to(self.device, torch.float32).contiguous(), dtype=wp.vec3f),
+                group, True, wp.from_torch(exclude),
+                wp.from_torch(dist), wp.from_torch(geomid), wp.from_torch(normal, dtype=wp.vec3f),
+            )
+        return dist
+
+    def get_world(self, world: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        """Host copy of world ``world`` (per-world model fields copied in) for rendering."""
+        model = self.model.__copy__()
+        for name in self._per_world:
+            value = self._model_view(name)
+            row = value[world if value.shape[0] > 1 else 0].detach().cpu().numpy()
+            getattr(model, name)[...] = np.asarray(row, dtype=np.float64).reshape(getattr(model, name).shape)
+        data = mujoco.MjData(model)
+        mjw.get_data_into(data, model, self.d, world_id=world)
+        mujoco.mj_forward(model, data)
+        return model, data

@@ -1,0 +1,45 @@
+"""CLI: config printing, and errors that list the valid choices."""
+
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "robotrl.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cfg_job_prints_the_composed_config():
+    out = run("train", "task=humanoid", "--cfg", "job")
+    assert out.returncode == 0, out.stderr
+    assert "name: humanoid" in out.stdout and "num_steps: 32" in out.stdout  # tuning/humanoid_ppo applied
+
+
+def test_unknown_task_lists_choices():
+    out = run("train", "task=nope", "--cfg", "job")
+    assert out.returncode != 0
+    assert "Could not find 'task/nope'" in out.stderr and "humanoid" in out.stderr
+
+
+def test_unknown_key_is_rejected():
+    out = run("train", "task=humanoid", "algo.nope=1", "--cfg", "job")
+    assert out.returncode != 0 and "nope" in out.stderr
+
+
+def test_wrong_type_is_rejected():
+    out = run("train", "task=humanoid", "sim.num_envs=many", "--cfg", "job")
+    assert out.returncode != 0 and "num_envs" in out.stderr
+
+
+@pytest.mark.parametrize("override,needle", [("sim.backend=bullet", "valid choices: cpu, warp"),
+                                             ("policy.activation=swish", "valid: elu")])
+def test_bad_value_lists_valid_choices(override, needle, tmp_path):
+    out = run("train", "task=humanoid", override, "max_iterations=1", f"run_dir={tmp_path}", "progress=false")
+    assert out.returncode != 0 and needle in out.stderr
+
+
+def test_unknown_command():
+    out = run("fly")
+    assert out.returncode == 2 and "Valid commands" in out.stderr
