@@ -48,7 +48,7 @@ class ToolUseConfig(TaskConfig):
         curriculum_ema: smoothing of the per-episode rates the curriculum watches.
         curriculum_min_episodes: finished episodes a stage lasts at least.
         lift_goal_height: m above spawn of the goal used in the reach and lift stages.
-        reach_dist: mean fingertip distance to the tool box (m) that counts as reached.
+        reach_dist: distance (m) within which *every* fingertip must be of the tool box to count as reached.
         dr_dynamics: randomize tool mass, friction, actuator gains and joint damping.
         dynamics_range: multiplier range of the dynamics randomization.
         dr_kicks: random force and torque kicks on the tool.

@@ -330,7 +330,7 @@ class ToolUseTask(Task):
         self.steps += 1
         height = self._tool_pose()[:, 2] - self.rest_z
         tip = self._tip_distance()
-        self.reached |= tip.mean(dim=1) < c.reach_dist
+        self.reached |= tip.amax(dim=1) < c.reach_dist
         approach, self.best_tip = R.fingertip_approach(self.best_tip, tip, ~self.lifted)
         lift = R.lift(height, self.lifted, c.lift_height)
         newly_lifted = ~self.lifted & (height >= c.lift_height)

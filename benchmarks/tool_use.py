@@ -1,0 +1,100 @@
+"""Tool-use env throughput on the CPU backend (mujoco.batch): env steps/s through TaskEnv.
+
+    python benchmarks/tool_use.py                 # 64 worlds, 2 threads, both arms
+    python benchmarks/tool_use.py --worlds 128 --threads 4
+
+Prints a table and writes flat, unit-named figures to benchmarks/results/tool_use.json
+(merged with what is already there, so GPU and learning figures can sit beside them).
+One env step = ``frame_skip`` (4) physics substeps of 5 ms plus observation and reward work.
+Actions are smoothed random actions, so the hand touches the table and tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import time
+
+import mujoco
+import torch
+from robotrl.tasks.tool_use.config import ToolUseConfig
+
+from robotrl.envs.task_env import TaskEnv
+from robotrl.sim.backend import SimConfig
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "tool_use.json")
+
+
+def measure(arm: str, worlds: int, threads: int, steps: int, seed: int = 0) -> dict[str, float]:
+    env = TaskEnv(ToolUseConfig(arm=arm), SimConfig(num_envs=worlds, nthread=threads), seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    action = torch.zeros(worlds, env.num_actions)
+
+    def act():
+        nonlocal action
+        noise = torch.rand(worlds, env.num_actions, generator=gen) * 2 - 1
+        action = (0.8 * action + 0.4 * noise).clamp(-1, 1)
+        return action
+
+    for _ in range(20):  # warm-up
+        env.step(act())
+    start = time.perf_counter()
+    for _ in range(steps):
+        env.step(act())
+    env_rate = steps * worlds / (time.perf_counter() - start)
+    start = time.perf_counter()
+    for _ in range(steps):
+        env.sim.step(env.cfg.frame_skip)
+    physics_rate = steps * worlds / (time.perf_counter() - start)
+    model = env.sim.model
+    return {"env_steps_per_s": env_rate, "physics_only_env_steps_per_s": physics_rate,
+            "nv": model.nv, "nu": model.nu, "sim_resets": env.total_sim_resets}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--worlds", type=int, default=64)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--steps", type=int, default=150)
+    p.add_argument("--torch-threads", type=int, default=1, help="torch intra-op threads (1 is fastest here)")
+    p.add_argument("--arms", nargs="+", default=["kuka_iiwa", "floating"])
+    p.add_argument("--out", default=RESULTS)
+    args = p.parse_args()
+    torch.set_num_threads(args.torch_threads)
+    results: dict[str, object] = {}
+    header = ("arm", "worlds", "threads", "env steps/s", "physics-only", "nv", "nu")
+    print("{:<10} {:>6} {:>7} {:>12} {:>13} {:>4} {:>4}".format(*header))
+    for arm in args.arms:
+        r = measure(arm, args.worlds, args.threads, args.steps)
+        print(f"{arm:<10} {args.worlds:>6} {args.threads:>7} {r['env_steps_per_s']:>12.0f} "
+              f"{r['physics_only_env_steps_per_s']:>13.0f} {r['nv']:>4} {r['nu']:>4}")
+        prefix = f"cpu_{arm}_{args.worlds}worlds_{args.threads}threads"
+        results[f"{prefix}_env_steps_per_s"] = round(r["env_steps_per_s"], 1)
+        results[f"{prefix}_physics_only_env_steps_per_s"] = round(r["physics_only_env_steps_per_s"], 1)
+        results[f"{prefix}_sim_resets_count"] = r["sim_resets"]
+    load1 = os.getloadavg()[0]
+    results.update({
+        "cpu_machine": platform.processor() or platform.machine(),
+        "cpu_cores_count": os.cpu_count(),
+        "cpu_load_avg_1min_at_end": round(load1, 2),
+        "cpu_torch_threads_count": args.torch_threads,
+        "cpu_date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "mujoco_version": mujoco.__version__,
+        "torch_version": torch.__version__,
+    })
+    merged = {}
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            merged = json.load(f)
+    merged.update(results)
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(merged, f, indent=2, sort_keys=True)
+    print(f"wrote {args.out} (1-min load average {load1:.2f}: other jobs on the machine slow these figures)")
+
+
+if __name__ == "__main__":
+    main()
