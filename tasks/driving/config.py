@@ -69,7 +69,7 @@ class DrivingConfig(TaskConfig):
     obstacle_radius: list[float] = field(default_factory=lambda: [0.12, 0.2])
     num_traffic: int = 2
     traffic_speed: list[float] = field(default_factory=lambda: [0.6, 1.2])
-    scenario_prob: float = 0.5
+    scenario_prob: float = 0.8
     num_rays: int = 15
     ray_fov_deg: float = 180.0
     ray_range: float = 6.0

@@ -223,7 +223,7 @@ def test_eval_artifacts(tmp_path):
 
 def test_hydra_configs(train_cfg):
     cfg = train_cfg("task=driving")
-    assert isinstance(cfg.task, DrivingConfig) and cfg.task.scenario_prob == 0.5
+    assert isinstance(cfg.task, DrivingConfig) and cfg.task.scenario_prob == 0.8
     assert cfg.policy.distribution == "beta"
     traffic = train_cfg("task=driving_traffic")
     assert traffic.task.name == "driving" and traffic.task.scenario_prob == 1.0

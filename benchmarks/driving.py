@@ -1,0 +1,182 @@
+"""Driving benchmark: env throughput on CPU, and PPO training with held-out evaluation.
+
+    python benchmarks/driving.py throughput            # env steps/s, 64 worlds (about 1 min)
+    python benchmarks/driving.py train --minutes 14    # robotrl train task=driving, then evaluate
+    python benchmarks/driving.py eval --run runs/...   # evaluate an existing run only
+
+Held-out evaluation runs one episode per world (64 worlds, deterministic actions) on the
+held-out track seeds, once with the road clear (``scenario_prob=0``) and once with 3
+obstacles and 2 traffic vehicles in every episode (``scenario_prob=1``). Taking exactly one
+episode per world avoids over-counting short (failed) episodes. Results are merged into
+``benchmarks/results/driving.json`` as flat keys, with the machine and the date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mujoco
+import torch
+from robotrl.tasks.driving.config import DrivingConfig
+
+from robotrl.envs.task_env import TaskEnv
+from robotrl.sim.backend import SimConfig
+
+RESULTS = Path(__file__).resolve().parent / "results" / "driving.json"
+
+
+def machine() -> dict:
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {
+        "machine_cpu": cpu,
+        "machine_cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "mujoco": mujoco.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def throughput(num_envs: int = 64, steps: int = 400, **overrides) -> float:
+    """Env steps/s of TaskEnv with random actions (physics, rays, reward, autoreset)."""
+    env = TaskEnv(DrivingConfig(**overrides), SimConfig(num_envs=num_envs), seed=0)
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    action = lambda: torch.rand(num_envs, 2, generator=gen) * 2 - 1  # noqa: E731
+    for _ in range(20):
+        env.step(action())
+    start = time.perf_counter()
+    for _ in range(steps):
+        env.step(action())
+    return num_envs * steps / (time.perf_counter() - start)
+
+
+def evaluate_run(run_dir: str, scenario_prob: float, num_envs: int = 64, split: str = "heldout") -> dict:
+    """One deterministic episode per world; mean metrics over the ``num_envs`` episodes."""
+    from robotrl.policies.io import load_policy
+    from robotrl.runners.evaluate import task_config_from_meta
+
+    policy, meta = load_policy(run_dir)
+    cfg = task_config_from_meta(
+        meta, split=split, scenario_prob=scenario_prob, randomize=False, num_tracks=32
+    )
+    env = TaskEnv(cfg, SimConfig(num_envs=num_envs), seed=123)
+    obs = env.reset()
+    done = torch.zeros(num_envs, dtype=torch.bool)
+    stats: dict[str, torch.Tensor] = {}
+    with torch.no_grad():
+        for _ in range(env.max_episode_length + 1):
+            obs, _, terminated, truncated, info = env.step(policy.act_inference(obs["policy"]))
+            ended = (terminated | truncated).nonzero().squeeze(1)
+            for row, world in enumerate(ended.tolist()):
+                if done[world]:
+                    continue
+                done[world] = True
+                for key, value in info["episode"].items():
+                    stats.setdefault(key, torch.zeros(num_envs))[world] = value[row]
+            if done.all():
+                break
+    n = int(done.sum())
+    mean = {k: float(v[done].mean()) for k, v in stats.items()}
+    laps = mean.get("lap_completed", 0.0)
+    return {
+        "route_completion": mean["route_completion"],
+        "collision_rate": mean["collision"],
+        "off_road_rate": mean["off_road"],
+        "wrong_way_rate": mean["wrong_way"],
+        "rollover_rate": mean["rollover"],
+        "lap_rate": laps,
+        "lap_time_s": mean["lap_time_s"] / laps if laps > 0 else float("nan"),
+        "infractions_per_km": mean["infractions"] / max(mean["distance_km"], 1e-9),
+        "mean_speed_mps": mean["mean_speed"],
+        "episodes": n,
+    }
+
+
+def train(minutes: float, run_dir: str, seed: int, extra: list[str]) -> float:
+    cmd = [
+        "robotrl",
+        "train",
+        "task=driving",
+        f"max_time_s={60 * minutes:.0f}",
+        "max_iterations=1000000",
+        f"run_dir={run_dir}",
+        f"seed={seed}",
+        "progress=false",
+        "tensorboard=false",
+        *extra,
+    ]
+    print("$", " ".join(cmd), flush=True)
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    return time.perf_counter() - start
+
+
+def env_steps(run_dir: str) -> int | None:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        return None
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return max((r.get("env_steps", 0) for r in rows), default=None)
+
+
+def save(results: dict) -> None:
+    old = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    old.update(results)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(old, indent=2, sort_keys=True) + "\n")
+    width = max(len(k) for k in old)
+    print(f"\n{'metric':<{width}}  value")
+    for key in sorted(old):
+        value = old[key]
+        print(f"{key:<{width}}  {value:.4g}" if isinstance(value, float) else f"{key:<{width}}  {value}")
+    print(f"\nsaved {RESULTS}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("mode", choices=["throughput", "train", "eval"])
+    parser.add_argument("--minutes", type=float, default=14.0, help="training wall-clock budget")
+    parser.add_argument("--run", default="runs/driving/benchmark", help="run directory")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for robotrl train")
+    args = parser.parse_args()
+    results = machine()
+    if args.mode == "throughput":
+        results["env_steps_per_s_cpu_64"] = throughput(64)
+        results["env_steps_per_s_cpu_64_traffic"] = throughput(64, scenario_prob=1.0)
+        results["env_steps_per_s_cpu_64_no_scenario_model"] = throughput(64, num_obstacles=0, num_traffic=0)
+        results["throughput_cpu_threads"] = os.cpu_count()
+        save(results)
+        return
+    if args.mode == "train":
+        results["train_wall_s"] = train(args.minutes, args.run, args.seed, args.overrides)
+        results["train_overrides"] = " ".join(args.overrides)
+    results["train_env_steps"] = env_steps(args.run)
+    results["train_seed"] = args.seed
+    for suffix, prob in (("heldout", 0.0), ("heldout_traffic", 1.0)):
+        start = time.perf_counter()
+        for key, value in evaluate_run(args.run, prob).items():
+            results[f"{key}_{suffix}"] = value
+        print(f"evaluated {suffix} in {time.perf_counter() - start:.0f} s", flush=True)
+    results["collision_rate"] = results["collision_rate_heldout_traffic"]
+    save(results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
