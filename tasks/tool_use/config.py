@@ -15,7 +15,7 @@ def _default_scales() -> dict[str, float]:
         "lift_bonus": 300.0,
         "keypoint_progress": 200.0,
         "goal_bonus": 1000.0,
-        "joint_vel": 0.0003,
+        "joint_vel": 0.0001,
     }
 
 
@@ -33,6 +33,8 @@ class ToolUseConfig(TaskConfig):
             control step at action 1 (arm targets are relative).
         hand_action_ema: smoothing of the absolute hand targets (1 = no smoothing).
         lift_height: m above the resting height that counts as lifted (one-off lift bonus).
+        lift_hand_dist: mean fingertip distance (m) to the tool box under which a tool above
+            ``lift_height`` counts as lifted (held, not knocked into the air).
         drop_height: m above rest below which a lifted tool counts as dropped (episode ends).
         success_steps: consecutive steps within tolerance that reach a goal.
         goal_pos_tol: position tolerance in m of the tool frame to its goal.
@@ -74,6 +76,7 @@ class ToolUseConfig(TaskConfig):
     arm_action_scale: float = 0.04
     hand_action_ema: float = 0.5
     lift_height: float = 0.15
+    lift_hand_dist: float = 0.05
     drop_height: float = 0.03
     success_steps: int = 10
     goal_pos_tol: float = 0.04

@@ -8,8 +8,8 @@ goal is drawn, up to ``max_goals`` per episode.
 Reward terms (unscaled; weights in ``reward_scales``, DexPBT-style):
 ``fingertip_approach`` improvement of each fingertip's closest distance to the tool box,
 until lifted; ``lift`` tool height above rest (clipped at ``lift_height``), until lifted;
-``lift_bonus`` 1 on the step the tool first rises ``lift_height``; ``keypoint_progress``
-improvement of the best-so-far max keypoint distance to the goal, after the lift;
+``lift_bonus`` 1 on the step the tool first rises ``lift_height`` with the hand around it;
+``keypoint_progress`` improvement of the best-so-far max keypoint distance to the goal, after the lift;
 ``goal_bonus`` 1 on each goal reached; ``joint_vel`` ``-sum(qvel^2)`` of the robot.
 
 Curriculum (``cfg.curriculum``), stage logged as the episode metric ``curriculum_stage``:
@@ -333,7 +333,8 @@ class ToolUseTask(Task):
         self.reached |= tip.amax(dim=1) < c.reach_dist
         approach, self.best_tip = R.fingertip_approach(self.best_tip, tip, ~self.lifted)
         lift = R.lift(height, self.lifted, c.lift_height)
-        newly_lifted = ~self.lifted & (height >= c.lift_height)
+        held = tip.mean(dim=1) < c.lift_hand_dist  # a tool knocked into the air is not lifted
+        newly_lifted = ~self.lifted & (height >= c.lift_height) & held
         self.lifted |= newly_lifted
         kp_dist = self._kp_goal_distance()
         self.best_kp = torch.where(newly_lifted, kp_dist, self.best_kp)

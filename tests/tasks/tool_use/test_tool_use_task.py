@@ -76,14 +76,25 @@ def test_goal_reached_pays_bonus_and_draws_new_goal():
     assert (info["reward_terms"]["goal_bonus"] == 0).all()  # no repeated bonus for the old goal
 
 
-def test_lift_bonus_then_drop_terminates():
-    env = make(n=4, randomize=False, curriculum=False)
+def _tool_in_the_air(lift_hand_dist):
+    env = make(n=4, randomize=False, curriculum=False, lift_hand_dist=lift_hand_dist)
     task, sim = env.task, env.task.sim
     env.reset()
     qpos = task.qpos.clone()
     qpos[:, task._tq + 2] = (task.rest_z + 0.17).double()  # 17 cm above rest: past the 15 cm lift
     qpos[:, task._tq] += 0.15  # away from the hand, so it falls freely
     sim.reset(torch.arange(4), qpos, torch.zeros_like(task.qvel))
+    return env, task
+
+
+def test_tool_knocked_into_the_air_is_not_lifted():
+    env, task = _tool_in_the_air(lift_hand_dist=0.05)  # default: the hand must be around the tool
+    _, _, _, _, info = env.step(hold_action(task))
+    assert (info["reward_terms"]["lift_bonus"] == 0).all() and not task.lifted.any()
+
+
+def test_lift_bonus_then_drop_terminates():
+    env, task = _tool_in_the_air(lift_hand_dist=10.0)  # count any tool high enough as lifted
     _, _, term, _, info = env.step(hold_action(task))
     scales = ToolUseConfig().reward_scales
     assert torch.allclose(info["reward_terms"]["lift_bonus"], torch.full((4,), scales["lift_bonus"]))
