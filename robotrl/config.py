@@ -39,6 +39,8 @@ class TrainConfig:
         progress: show the rich progress bar.
         tensorboard: also write TensorBoard event files (JSONL metrics are always written).
         log_level: Python logging level for robotrl.
+        base: ``algo=residual`` only: frozen base policy, a checkpoint or an HDF5 dataset
+            (shorthand for ``algo.base``, which wins when both are set).
     """
 
     task: Any = MISSING
@@ -54,6 +56,8 @@ class TrainConfig:
     progress: bool = True
     tensorboard: bool = True
     log_level: str = "INFO"
+    torch_threads: int = 1
+    base: str = ""
 
 
 @dataclass
@@ -103,4 +107,8 @@ def register_configs() -> None:
 
 def extra_algo_schemas() -> dict[str, type]:
     """Schemas of algorithms beyond PPO that are installed in ``robotrl.algos``."""
-    return {}
+    from robotrl.algos.bc import BCConfig
+    from robotrl.algos.residual import ResidualConfig
+    from robotrl.algos.sac import SACConfig
+
+    return {"sac": SACConfig, "bc": BCConfig, "residual": ResidualConfig}

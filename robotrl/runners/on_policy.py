@@ -58,6 +58,8 @@ class OnPolicyRunner:
         self.config_yaml = config_yaml or OmegaConf.to_yaml(OmegaConf.structured(cfg))
         torch.manual_seed(cfg.seed)
         self.env: TaskEnv = make_env(cfg.task, cfg.sim, seed=cfg.seed)
+        if self.env.device.type == "cpu" and cfg.torch_threads > 0:
+            torch.set_num_threads(cfg.torch_threads)
         dims = self.env.obs_dims
         policy = ActorCritic(dims["policy"], dims.get("critic", dims["policy"]), self.env.num_actions, cfg.policy)
         self.algo = PPO(policy, cfg.algo, self.env.num_envs, self.env.device)

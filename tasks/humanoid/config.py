@@ -36,6 +36,11 @@ class HumanoidConfig(TaskConfig):
         push_interval_s: seconds between random pushes (0 disables).
         push_vel: max horizontal velocity kick of a push, m/s.
         init_noise: half-width of the uniform noise on initial joint positions and velocities.
+        gym_model: keep gymnasium's own solver options (PGS, RK4) instead of Newton +
+            implicit-fast. For like-for-like benchmarks against gymnasium/EnvPool; CPU only
+            (MuJoCo Warp has no PGS).
+        gym_obs: use gymnasium Humanoid-v5's 348-d observation (positions, velocities,
+            cinert, cvel, actuator forces, cfrc_ext) for the policy, same work as gymnasium.
     """
 
     name: str = "humanoid"
@@ -54,6 +59,8 @@ class HumanoidConfig(TaskConfig):
     push_interval_s: float = 4.0
     push_vel: float = 0.5
     init_noise: float = 0.01
+    gym_model: bool = False
+    gym_obs: bool = False
 
 
 CONFIG = HumanoidConfig

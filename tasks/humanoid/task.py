@@ -28,10 +28,16 @@ class HumanoidTask(Task):
     def build_model(self) -> mujoco.MjModel:
         """Gymnasium's humanoid with Newton solver and implicit-fast integration (both backends)."""
         spec = mujoco.MjSpec.from_file(C.model_path())
-        spec.option.solver = mujoco.mjtSolver.mjSOL_NEWTON
-        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-        spec.option.iterations = self.cfg.solver_iterations
-        spec.option.ls_iterations = 20
+        if not self.cfg.gym_model:
+            spec.option.solver = mujoco.mjtSolver.mjSOL_NEWTON
+            spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+            spec.option.iterations = self.cfg.solver_iterations
+            spec.option.ls_iterations = 20
+        if self.cfg.gym_obs:
+            # An accelerometer makes mj_step run mj_rnePostConstraint, which fills cfrc_ext.
+            spec.body(C.ROOT_BODY).add_site(name="imu")
+            spec.add_sensor(type=mujoco.mjtSensor.mjSENS_ACCELEROMETER, objtype=mujoco.mjtObj.mjOBJ_SITE,
+                            objname="imu")
         return spec.compile()
 
     @property
@@ -76,6 +82,8 @@ class HumanoidTask(Task):
         self.mass_scale = torch.ones(n, device=dev)
         self._base_friction = torch.as_tensor(model.geom_friction.copy(), device=dev)
         self._base_mass = torch.as_tensor(model.body_mass.copy(), device=dev)
+        if self.cfg.gym_obs:
+            self._gym_fields = [sim.bind(f) for f in ("cinert", "cvel", "qfrc_actuator", "cfrc_ext")]
         self.step_dt = model.opt.timestep * self.cfg.frame_skip
         self._resample_every = max(1, round(self.cfg.command_resample_s / self.step_dt))
         self._push_every = round(self.cfg.push_interval_s / self.step_dt) if self.cfg.push_interval_s > 0 else 0
@@ -156,7 +164,16 @@ class HumanoidTask(Task):
             dim=1,
         )
         privileged = torch.stack([self.friction_scale, self.mass_scale, self.strength.mean(1)], dim=1)
+        if self.cfg.gym_obs:
+            policy = self._gym_observation()
         return {"policy": policy, "critic": torch.cat([policy, privileged], dim=1)}
+
+    def _gym_observation(self) -> torch.Tensor:
+        """gymnasium Humanoid-v5's 348-d observation (world body excluded)."""
+        cinert, cvel, qfrc_act, cfrc_ext = self._gym_fields
+        n = self.num_envs
+        return torch.cat([self.qpos[:, 2:], self.qvel, cinert[:, 1:].reshape(n, -1), cvel[:, 1:].reshape(n, -1),
+                          qfrc_act[:, 6:], cfrc_ext[:, 1:].reshape(n, -1)], dim=1).float()
 
     def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
         """Named reward terms (see module docstring)."""
