@@ -45,7 +45,8 @@ class ToolUseConfig(TaskConfig):
         spawn_range: half-width of the uniform tool spawn square around ``SPAWN_CENTER`` (m).
         keypoint_min_half: minimum half-extent of the keypoint box, so thin tools still expose
             their orientation (m).
-        curriculum: staged curriculum (reach -> lift -> goal); False starts in the goal stage.
+        curriculum: staged curriculum (reach -> lift -> goal) on ``split=train``; False, or a
+            held-out split, starts in the goal stage.
         curriculum_thresholds: success rates (reach rate, lift rate) that advance the stage.
         curriculum_ema: smoothing of the per-episode rates the curriculum watches.
         curriculum_min_episodes: finished episodes a stage lasts at least.

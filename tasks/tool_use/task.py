@@ -15,7 +15,8 @@ until lifted; ``lift`` tool height above rest (clipped at ``lift_height``), unti
 Curriculum (``cfg.curriculum``), stage logged as the episode metric ``curriculum_stage``:
 0 ``reach`` (small spawn area, lift goals), 1 ``lift`` (full spawn area, lift goals straight
 above the spawn point), 2 ``goal`` (random 6-DoF goals). A stage advances when the smoothed
-rate of its skill (fingertips reached the tool; tool lifted) passes its threshold.
+rate of its skill (fingertips reached the tool; tool lifted) passes its threshold. Only
+``split=train`` uses the curriculum; ``heldout`` and ``heldout_family`` start in the goal stage.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ TOOL_FIELDS = ("geom_type", "geom_size", "geom_pos", "geom_quat", "geom_rbound",
                "geom_conaffinity", "geom_rgba", "body_mass", "body_inertia", "body_ipos", "body_iquat")
 
 
+def _look_at(pos: list[float], target: list[float]) -> list[float]:
+    """MuJoCo camera ``xyaxes`` for a camera at ``pos`` looking at ``target`` with world z up."""
+    forward = np.asarray(target, float) - np.asarray(pos, float)
+    x = np.cross(forward, [0.0, 0.0, 1.0])
+    x /= np.linalg.norm(x)
+    y = np.cross(x, forward)
+    return [*x.tolist(), *(y / np.linalg.norm(y)).tolist()]
+
+
 def build_scene(cfg: ToolUseConfig, tool: tools.ToolSpec) -> mujoco.MjSpec:
     """Table plane, robot, ``tool`` and a visual-only goal marker (mocap), with a ``home`` keyframe."""
     spec = mujoco.MjSpec()
@@ -56,7 +66,8 @@ def build_scene(cfg: ToolUseConfig, tool: tools.ToolSpec) -> mujoco.MjSpec:
     world.add_light(pos=[0.5, 0, 1.5], dir=[0, 0, -1], diffuse=[0.8, 0.8, 0.8])
     world.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[1.5, 1.5, 0.05],
                    rgba=[0.8, 0.8, 0.75, 1], contype=C.TABLE_CONTYPE, conaffinity=C.TABLE_CONAFFINITY)
-    world.add_camera(name="overview", pos=[1.35, -0.75, 0.75], xyaxes=[0.5, 0.87, 0, -0.35, 0.2, 0.92])
+    cam = [1.05, -0.55, 0.5]
+    world.add_camera(name="overview", pos=cam, xyaxes=_look_at(cam, [0.6, 0.0, 0.12]))
     hand.add_robot(spec, cfg.arm)
     tools.add_tool(world, tool, pos=(*C.SPAWN_CENTER, tools.rest_height(tool)))
     goal = world.add_body(name="goal", mocap=True, pos=[0.6, 0, 0.3])
@@ -75,6 +86,7 @@ class ToolUseTask(Task):
 
     name = "tool_use"
     config_class = ToolUseConfig
+    eval_camera = "overview"
     cfg: ToolUseConfig
 
     def __init__(self, cfg: ToolUseConfig, num_envs: int, device: torch.device) -> None:
@@ -169,7 +181,8 @@ class ToolUseTask(Task):
         self._obs_hist: torch.Tensor | None = None
         self._fresh = torch.ones(n, dtype=torch.bool, device=dev)
         self._arange = torch.arange(n, device=dev)
-        self.stage = 0 if cfg.curriculum else len(STAGES) - 1
+        # The curriculum is a training device: held-out splits (evaluation) run the full goal task.
+        self.stage = 0 if (cfg.curriculum and cfg.split == "train") else len(STAGES) - 1
         self._rates = torch.zeros(2, device=dev)
         self._stage_episodes = 0
         self._gen = torch.Generator(device=dev)

@@ -180,6 +180,8 @@ def test_no_curriculum_starts_in_goal_stage_and_config_is_untouched():
     env = TaskEnv(cfg, SimConfig(num_envs=2, nthread=1))
     assert env.task.stage == 2
     assert dataclasses.asdict(cfg) == before
+    held = TaskEnv(ToolUseConfig(arm="floating", split="heldout"), SimConfig(num_envs=2, nthread=1))
+    assert held.task.stage == 2  # evaluation splits run the full 6-DoF goal task
 
 
 def test_unknown_arm_and_split_are_explained():
