@@ -56,6 +56,14 @@ def _train(cfg: DictConfig) -> None:
     summary = {k: round(v, 4) if isinstance(v, float) else v for k, v in last.items()
                if k.startswith(("episode/", "perf/steps", "iteration", "time_s"))}
     print(f"run dir: {run_dir}\n{json.dumps(summary, indent=2)}")
+    if typed.eval_at_end:
+        from robotrl.config import EvalConfig
+        from robotrl.runners.evaluate import evaluate
+
+        result = evaluate(EvalConfig(checkpoint=run_dir, num_envs=8, episodes=8, video_steps=200))
+        shown = {k: round(v, 3) if isinstance(v, float) else v for k, v in result.items()
+                 if k in ("return", "length", "success", "video", "learning_curve")}
+        print(f"eval (8 episodes, deterministic):\n{json.dumps(shown, indent=2)}")
     print(f"next: robotrl eval checkpoint={run_dir}")
 
 

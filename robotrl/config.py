@@ -56,6 +56,7 @@ class TrainConfig:
     progress: bool = True
     tensorboard: bool = True
     log_level: str = "INFO"
+    eval_at_end: bool = True
     torch_threads: int = 1
     base: str = ""
 

@@ -43,3 +43,16 @@ def test_bad_value_lists_valid_choices(override, needle, tmp_path):
 def test_unknown_command():
     out = run("fly")
     assert out.returncode == 2 and "Valid commands" in out.stderr
+
+
+def test_train_then_eval_writes_video_curve_and_metrics(tmp_path):
+    """The main job's path: train, a checkpoint, then an MP4 and a learning-curve PNG (headless GL)."""
+    out = run("train", "task=humanoid", "max_iterations=8", "sim.num_envs=8", "algo.num_steps=8",
+              f"run_dir={tmp_path}", "progress=false", "tensorboard=false", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (tmp_path / "eval" / "eval.mp4").stat().st_size > 10_000
+    assert (tmp_path / "eval" / "learning_curve.png").stat().st_size > 5_000
+    out = run("eval", f"checkpoint={tmp_path}", "num_envs=4", "episodes=4", "video=false", "split=train",
+              timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert '"return"' in out.stdout and (tmp_path / "eval" / "eval_train.json").is_file()

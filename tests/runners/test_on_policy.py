@@ -26,7 +26,7 @@ def test_short_ppo_run_on_humanoid_raises_mean_return(train_cfg, tmp_path):
 def _train_cmd(run_dir, iters, *extra):
     return [sys.executable, "-m", "robotrl.cli", "train", "task=humanoid", f"run_dir={run_dir}",
             f"max_iterations={iters}", "save_interval=2", "sim.num_envs=8", "sim.nthread=1", "algo.num_steps=8",
-            "progress=false", "tensorboard=false", *extra]
+            "progress=false", "tensorboard=false", "eval_at_end=false", *extra]
 
 
 def test_resume_after_kill_9(tmp_path):
