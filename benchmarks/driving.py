@@ -47,6 +47,7 @@ def machine() -> dict:
         "mujoco": mujoco.__version__,
         "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "load_avg_1min_at_start": os.getloadavg()[0],
     }
 
 

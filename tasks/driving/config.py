@@ -48,6 +48,8 @@ class DrivingConfig(TaskConfig):
         friction_range: tyre friction multiplier range (randomization).
         mass_range: chassis mass multiplier range (randomization).
         motor_range: motor strength multiplier range (randomization).
+        curb_segments: visual-only kerb boxes per lane boundary, placed on each world's track
+            at reset so cameras and eval videos show the road (0: none, slightly faster resets).
         camera: add an ``image`` observation rendered from ``camera_name``.
         camera_name: camera on the car: ``chase`` or ``hood``.
         image_size: ``[height, width]`` of the image observation.
@@ -89,6 +91,7 @@ class DrivingConfig(TaskConfig):
     friction_range: list[float] = field(default_factory=lambda: [0.8, 1.2])
     mass_range: list[float] = field(default_factory=lambda: [0.85, 1.15])
     motor_range: list[float] = field(default_factory=lambda: [0.85, 1.15])
+    curb_segments: int = 40
     camera: bool = False
     camera_name: str = "chase"
     image_size: list[int] = field(default_factory=lambda: [64, 64])

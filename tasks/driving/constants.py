@@ -39,6 +39,8 @@ STEER_JOINTS = ("steer_left", "steer_right")
 DRIVE_JOINTS = ("rear_left_spin", "rear_right_spin")
 RAY_GROUP = 2
 """Geom group of everything the range sensor sees (obstacles and traffic vehicles)."""
+CURB_GROUP = 0
+"""Geom group of the visual-only kerbs (group 0 is drawn by default; rays only see ``RAY_GROUP``)."""
 
 # --- tracks ----------------------------------------------------------------------------------
 TRACK_POINTS = 512

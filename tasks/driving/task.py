@@ -50,7 +50,10 @@ RAY_HEIGHT = 0.12
 TRAFFIC_RADIUS = 0.12
 TRAFFIC_HALF_LENGTH = 0.13
 OBSTACLE_HALF_HEIGHT = 0.15
-PARK = (1000.0, 1000.0, -5.0)
+PARK = (0.0, 0.0, -3.0)
+"""Where inactive obstacles and traffic wait: under the floor, below every ray."""
+CURB_HALF = (0.03, 0.012)
+"""Half width and half height of the kerb boxes drawn along the lane boundaries (visual only)."""
 
 
 class DrivingTask(Task):
@@ -81,8 +84,19 @@ class DrivingTask(Task):
             rgba=[0.35, 0.38, 0.35, 1],
             group=0,
         )
-        spec.worldbody.add_light(pos=[0, 0, 30], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
+        spec.worldbody.add_light(
+            pos=[0, 0, 30], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, castshadow=False
+        )
         spec.worldbody.add_camera(name="top", pos=[0, 0, 28], xyaxes=[1, 0, 0, 0, 1, 0])
+        spec.stat.extent = 20.0
+        spec.stat.center = [0.0, 0.0, 0.0]
+        for side in ("left", "right"):
+            for i in range(c.curb_segments):
+                spec.worldbody.add_geom(
+                    name=f"curb_{side}_{i}", type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.5, *CURB_HALF],
+                    pos=[0, 0, -1.0], contype=0, conaffinity=0, group=C.CURB_GROUP,
+                    rgba=[0.85, 0.1, 0.1, 1] if i % 2 else [0.95, 0.95, 0.95, 1],
+                )
         add_car(spec)
         for i, radius in enumerate(self.obstacle_radii()):
             body = spec.worldbody.add_body(name=f"obstacle_{i}", mocap=True, pos=list(PARK))
@@ -192,6 +206,10 @@ class DrivingTask(Task):
         self._base_gain = torch.as_tensor(model.actuator_gainprm.copy(), device=dev)
         self._base_bias = torch.as_tensor(model.actuator_biasprm.copy(), device=dev)
         self._chassis = model.body(C.CHASSIS_BODY).id
+        curbs = [model.geom(f"curb_{side}_0").id for side in ("left", "right")] if c.curb_segments else []
+        self._curb_start = curbs[0] if curbs else 0
+        self._base_geom = {f: torch.as_tensor(getattr(model, f).copy(), device=dev)
+                           for f in ("geom_pos", "geom_quat", "geom_size")}
         zeros = lambda *shape: torch.zeros(n, *shape, device=dev)  # noqa: E731
         self.track_id = torch.zeros(n, dtype=torch.long, device=dev)
         self.idx = torch.zeros(n, dtype=torch.long, device=dev)
@@ -258,6 +276,7 @@ class DrivingTask(Task):
         self.flags[ids] = False
         self.active[ids] = torch.rand(k, generator=gen, device=dev) < c.scenario_prob
         self._place_scenario(ids, tid, s, gen)
+        self._place_curbs(ids, tid)
         self._cast_rays(ids)
 
     def _place_scenario(
@@ -307,6 +326,38 @@ class DrivingTask(Task):
                     [torch.cos(half), torch.zeros_like(half), torch.zeros_like(half), torch.sin(half)], -1
                 )
                 self.mocap_quat[ids[:, None], group[None, :]] = quat
+
+    def _place_curbs(self, ids: torch.Tensor, tid: torch.Tensor) -> None:
+        """Per-world kerb boxes along both lane boundaries of the worlds' tracks (for cameras and videos)."""
+        n_seg, bank = self.cfg.curb_segments, self.bank
+        if not n_seg:
+            return
+        k, m = ids.numel(), bank.num_points
+        i0 = (torch.arange(n_seg, device=self.device) * m) // n_seg
+        i1 = torch.remainder(i0 + m // n_seg, m)
+        boxes = []
+        for sign in (1.0, -1.0):
+            c0, n0, _ = bank.at_index(tid[:, None], i0[None, :].expand(k, -1))
+            c1, n1, _ = bank.at_index(tid[:, None], i1[None, :].expand(k, -1))
+            hw = bank.half_width[tid][:, None, None]
+            p0, p1 = c0 + sign * hw * n0, c1 + sign * hw * n1
+            boxes.append((0.5 * (p0 + p1), p1 - p0))
+        mid = torch.cat([b[0] for b in boxes], 1)
+        delta = torch.cat([b[1] for b in boxes], 1)
+        yaw = torch.atan2(delta[..., 1], delta[..., 0])
+        sl = slice(self._curb_start, self._curb_start + 2 * n_seg)
+        pos = self._base_geom["geom_pos"].expand(k, -1, -1).clone()
+        pos[:, sl, :2] = mid.double()
+        pos[:, sl, 2] = CURB_HALF[1]
+        quat = self._base_geom["geom_quat"].expand(k, -1, -1).clone()
+        quat[:, sl] = 0.0
+        quat[:, sl, 0] = torch.cos(0.5 * yaw).double()
+        quat[:, sl, 3] = torch.sin(0.5 * yaw).double()
+        size = self._base_geom["geom_size"].expand(k, -1, -1).clone()
+        size[:, sl, 0] = 0.5 * delta.norm(dim=-1).double() + 0.01
+        self.sim.set_model_field("geom_pos", ids, pos)
+        self.sim.set_model_field("geom_quat", ids, quat)
+        self.sim.set_model_field("geom_size", ids, size)
 
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Tyre friction, chassis mass and motor strength per world."""

@@ -228,3 +228,16 @@ def test_hydra_configs(train_cfg):
     traffic = train_cfg("task=driving_traffic")
     assert traffic.task.name == "driving" and traffic.task.scenario_prob == 1.0
     assert traffic.policy.distribution == "beta"
+
+
+def test_curbs_follow_each_worlds_track():
+    env = make_env(n=3)
+    task = env.task
+    n_seg = env.cfg.curb_segments
+    pos = env.sim.model_field("geom_pos")[:, task._curb_start : task._curb_start + 2 * n_seg, :2].float()
+    for w in range(3):
+        tid = int(task.track_id[w])
+        centre = task.bank.center[tid]
+        nearest = torch.cdist(pos[w], centre).amin(1)
+        hw = float(task.bank.half_width[tid])
+        torch.testing.assert_close(nearest, torch.full_like(nearest, hw), atol=0.05, rtol=0)
