@@ -5,6 +5,8 @@ Shapes: ``T`` time steps, ``B`` parallel worlds (or a flat batch where noted).
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 
@@ -23,6 +25,7 @@ def bootstrap_timeouts(
 
     Returns:
         ``[T, B]`` rewards with time-outs bootstrapped.
+
     """
     return rewards + gamma * final_values * truncated.to(rewards.dtype)
 
@@ -50,6 +53,7 @@ def compute_gae(
 
     Returns:
         ``(advantages, returns)``, both ``[T, B]``; ``returns = advantages + values``.
+
     """
     T = rewards.shape[0]
     not_done = 1.0 - dones.to(rewards.dtype)
@@ -82,6 +86,7 @@ def clipped_surrogate_loss(
 
     Returns:
         Scalar loss.
+
     """
     ratio = torch.exp(log_prob - old_log_prob)
     unclipped = ratio * advantages
@@ -119,3 +124,124 @@ def adaptive_lr(lr: float, kl: float, desired_kl: float, factor: float = 1.5,
     if 0.0 < kl < 0.5 * desired_kl:
         return min(lr_max, lr * factor)
     return lr
+
+
+# --- off-policy math (SAC, TD3/REDQ, residual RL) -----------------------------------
+
+
+def nstep_returns(
+    rewards: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    valid: torch.Tensor,
+    gamma: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Truncated n-step return from step ``t`` that stops at the first episode end.
+
+    Step ``k`` (``0 <= k < n``) is used when every step before it was valid and did not end
+    the episode. With ``m`` steps used and ``j = m - 1`` the last used step, the target is
+    ``R + D * Q(s'_j)`` where ``s'_j`` is the (pre-reset) observation after step ``j``,
+    ``R = sum_{k<m} gamma^k r_k`` and ``D = gamma^m * (1 - terminated_j)``. A time-out
+    (``truncated_j``) stops the sum but still bootstraps; a termination does not.
+
+    Args:
+        rewards: ``[n, B]`` rewards of steps ``t .. t+n-1`` of the same world.
+        terminated: ``[n, B]`` bool, the task ended the episode after step ``k``.
+        truncated: ``[n, B]`` bool, the episode hit its time limit after step ``k``.
+        valid: ``[n, B]`` bool, step ``k`` exists (was written); ``valid[0]`` must be True.
+        gamma: discount.
+
+    Returns:
+        ``(R, D, j)``: ``[B]`` return, ``[B]`` bootstrap discount and ``[B]`` int64 index of
+        the last used step (where the bootstrap observation lives).
+
+    """
+    n, b = rewards.shape
+    ret = torch.zeros(b, dtype=rewards.dtype, device=rewards.device)
+    disc = torch.ones_like(ret)
+    last = torch.zeros(b, dtype=torch.long, device=rewards.device)
+    term_last = torch.zeros(b, dtype=torch.bool, device=rewards.device)
+    alive = torch.ones(b, dtype=torch.bool, device=rewards.device)
+    for k in range(n):
+        use = alive & valid[k]
+        ret = torch.where(use, ret + disc * rewards[k], ret)
+        disc = torch.where(use, disc * gamma, disc)
+        last = torch.where(use, torch.full_like(last, k), last)
+        term_last = torch.where(use, terminated[k], term_last)
+        alive = use & ~(terminated[k] | truncated[k])
+    return ret, disc * (~term_last).to(ret.dtype), last
+
+
+def td_target(returns: torch.Tensor, discount: torch.Tensor, next_value: torch.Tensor) -> torch.Tensor:
+    """Bootstrapped target ``R + D * V(s')``; all inputs ``[B]`` (see ``nstep_returns``)."""
+    return returns + discount * next_value
+
+
+def redq_min(q_heads: torch.Tensor, heads: torch.Tensor) -> torch.Tensor:
+    """REDQ in-target minimization: ``min_{i in heads} Q_i``.
+
+    Args:
+        q_heads: ``[H, B]`` target Q values of every head.
+        heads: ``[K]`` int64 indices of the randomly chosen heads (``K`` = 2 in ResFiT).
+
+    Returns:
+        ``[B]`` minimum over the chosen heads.
+
+    """
+    return q_heads.index_select(0, heads).min(0).values
+
+
+def residual_action(base_action: torch.Tensor, raw: torch.Tensor, scale: float) -> torch.Tensor:
+    """ResFiT composition ``clip(a_base + scale * tanh(raw), -1, 1)``; all ``[B, A]``."""
+    return (base_action + scale * torch.tanh(raw)).clamp(-1.0, 1.0)
+
+
+def tanh_gaussian_log_prob(mean: torch.Tensor, log_std: torch.Tensor, pre_tanh: torch.Tensor) -> torch.Tensor:
+    """Log-density of ``a = tanh(u)``, ``u ~ N(mean, exp(log_std)^2)``, summed over actions.
+
+    Uses the stable ``log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u))``.
+
+    Args:
+        mean: ``[B, A]``.
+        log_std: ``[B, A]``.
+        pre_tanh: ``[B, A]`` the sample ``u`` before the squashing.
+
+    Returns:
+        ``[B]`` log-probabilities of the squashed actions.
+
+    """
+    var = torch.exp(2.0 * log_std)
+    log_normal = -0.5 * ((pre_tanh - mean).square() / var + 2.0 * log_std + math.log(2.0 * math.pi))
+    log_det = 2.0 * (math.log(2.0) - pre_tanh - torch.nn.functional.softplus(-2.0 * pre_tanh))
+    return (log_normal - log_det).sum(-1)
+
+
+def sac_actor_loss(log_prob: torch.Tensor, q: torch.Tensor, alpha: torch.Tensor | float) -> torch.Tensor:
+    """SAC policy loss ``mean(alpha * log_pi(a|s) - Q(s, a))``; inputs ``[B]``."""
+    return (alpha * log_prob - q).mean()
+
+
+def sac_temperature_loss(
+    log_alpha: torch.Tensor, log_prob: torch.Tensor, target_entropy: float
+) -> torch.Tensor:
+    """Automatic entropy tuning ``-mean(log_alpha * (log_pi + target_entropy))``.
+
+    The gradient raises ``alpha`` when the policy entropy ``-log_pi`` is below the target.
+
+    Args:
+        log_alpha: scalar learnable ``log(alpha)``.
+        log_prob: ``[B]`` log-probabilities of fresh policy samples (no gradient flows into them).
+        target_entropy: desired entropy, usually ``-A``.
+
+    Returns:
+        Scalar loss.
+
+    """
+    return -(log_alpha * (log_prob.detach() + target_entropy)).mean()
+
+
+def soft_update(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
+    """Polyak averaging ``theta_target <- (1 - tau) theta_target + tau theta_source`` in place."""
+    with torch.no_grad():
+        for t, s in zip(target.parameters(), source.parameters(), strict=True):
+            t.lerp_(s, tau)

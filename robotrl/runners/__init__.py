@@ -9,6 +9,9 @@ from typing import Any
 # algorithm name -> "module:Runner". Algorithms plug in here; configs name the algorithm only.
 _RUNNERS: dict[str, str] = {
     "ppo": "robotrl.runners.on_policy:OnPolicyRunner",
+    "sac": "robotrl.runners.off_policy:OffPolicyRunner",
+    "residual": "robotrl.runners.off_policy:OffPolicyRunner",
+    "bc": "robotrl.runners.off_policy:OffPolicyRunner",
 }
 
 
@@ -17,6 +20,7 @@ def make_runner(cfg: Any, run_dir: str | Path, config_yaml: str = "") -> Any:
 
     Raises:
         KeyError: unknown algorithm, with the valid names.
+
     """
     name = cfg.algo.name
     if name not in _RUNNERS:

@@ -1,0 +1,213 @@
+"""``robotrl collect``: record demonstrations to robomimic-style HDF5 (``robotrl.storage.demos``).
+
+    robotrl collect task=humanoid teacher=runs/humanoid/ppo episodes=50 out=demos.hdf5
+    robotrl collect task=reach teacher=scripted noise=0.3 episodes=100 out=reach.hdf5
+    robotrl collect task=tool_use teacher=scripted task.randomize=false num_envs=32
+
+Arguments (``key=value``):
+    task        a registered task (``robotrl train`` tasks) or ``reach`` (the torch PointReach).
+    teacher     ``scripted`` (the env's or task's ``scripted_action()``) or a checkpoint
+                (PPO, SAC or BC run dir).
+    noise       std of Gaussian noise added to every teacher action: a deliberately
+                suboptimal "noisy teacher" (default 0).
+    episodes    finished episodes to record (default 50).
+    num_envs    parallel worlds (default 16).
+    success_only  keep successful episodes only (default false).
+    seed        env and noise seed (default 0).
+    out         output file (default demos.hdf5).
+    task.<field>=value  override a field of the task (or PointReach) config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+from typing import Any
+
+import torch
+import yaml
+
+from robotrl.envs.base import VecEnv
+from robotrl.storage.demos import Episode, write_demos
+
+log = logging.getLogger(__name__)
+
+DEFAULTS: dict[str, Any] = {
+    "task": "",
+    "teacher": "",
+    "noise": 0.0,
+    "episodes": 50,
+    "num_envs": 16,
+    "success_only": False,
+    "seed": 0,
+    "out": "demos.hdf5",
+}
+
+
+def parse_args(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split ``key=value`` arguments into ``(options, task overrides)``.
+
+    Raises:
+        ValueError: an argument without ``=`` or an unknown key, listing the valid ones.
+
+    """
+    opts, overrides = dict(DEFAULTS), {}
+    for arg in argv:
+        if "=" not in arg:
+            raise ValueError(
+                f"robotrl collect takes key=value arguments, got {arg!r}. Valid keys: {', '.join(DEFAULTS)}."
+            )
+        key, raw = arg.split("=", 1)
+        value = yaml.safe_load(raw) if raw else ""
+        if key.startswith("task."):
+            overrides[key[5:]] = value
+        elif key in DEFAULTS:
+            opts[key] = type(DEFAULTS[key])(value) if DEFAULTS[key] is not None else value
+        else:
+            raise ValueError(
+                f"Unknown collect argument {key!r}. Valid keys: {', '.join(DEFAULTS)}, task.<field>."
+            )
+    if not opts["task"] or not opts["teacher"]:
+        raise ValueError("robotrl collect needs task=<name> and teacher=<scripted|checkpoint>.")
+    return opts, overrides
+
+
+def _with(cfg: Any, overrides: dict[str, Any]) -> Any:
+    names = {f.name for f in dataclasses.fields(cfg)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ValueError(f"Unknown task fields {unknown}; valid: {', '.join(sorted(names))}.")
+    return dataclasses.replace(cfg, **overrides)
+
+
+def build_env(
+    task: str, num_envs: int, seed: int, overrides: dict[str, Any]
+) -> tuple[VecEnv, dict[str, Any]]:
+    """The VecEnv for ``task`` and a JSON-safe description of it."""
+    if task == "reach":
+        from robotrl.envs.reach import PointReach, ReachConfig
+
+        cfg = _with(ReachConfig(num_envs=num_envs), overrides)
+        return PointReach(cfg, seed=seed), {"task": "reach", "config": dataclasses.asdict(cfg)}
+    from robotrl.envs.task_env import make_env
+    from robotrl.sim.backend import SimConfig
+    from robotrl.tasks import config_class
+
+    cfg = _with(config_class(task)(), overrides)
+    return make_env(cfg, SimConfig(num_envs=num_envs), seed=seed), {
+        "task": task,
+        "config": dataclasses.asdict(cfg),
+    }
+
+
+def _teacher(env: VecEnv, teacher: str) -> Any:
+    if teacher == "scripted":
+        for owner in (env, getattr(env, "task", None)):
+            if owner is not None and hasattr(owner, "scripted_action"):
+                return lambda obs: owner.scripted_action()
+        raise ValueError(f"{type(env).__name__} has no scripted_action(); pass teacher=<checkpoint> instead.")
+    from robotrl.policies.frozen import load_frozen
+
+    policy, _ = load_frozen(teacher, env.num_envs, env.device)
+    state = {"policy": policy}
+
+    def act(obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return state["policy"].act(obs["policy"])
+
+    act.reset = policy.reset  # type: ignore[attr-defined]
+    return act
+
+
+def collect(
+    env: VecEnv,
+    teacher: Any,
+    episodes: int,
+    noise: float = 0.0,
+    success_only: bool = False,
+    seed: int = 0,
+    max_steps: int | None = None,
+) -> list[Episode]:
+    """Roll ``teacher`` (``obs dict -> (N, A)``) until ``episodes`` episodes are recorded.
+
+    Every world records its first ``ceil(episodes / N)`` (kept) episodes, so the set is not
+    biased toward short episodes the way "the first episodes to finish" would be.
+
+    Returns:
+        Episodes with ``obs``, ``next_obs``, ``actions`` (the noisy actions actually applied),
+        ``rewards``, ``terminated`` (per-step tensors) and ``success``.
+
+    """
+    gen = torch.Generator(device=env.device)
+    gen.manual_seed(seed)
+    n = env.num_envs
+    obs = env.reset()
+    current: list[dict[str, list[torch.Tensor]]] = [
+        {k: [] for k in ("obs", "next_obs", "actions", "rewards", "terminated")} for _ in range(n)
+    ]
+    per_world = max(1, -(-episodes // n))
+    recorded = [0] * n
+    out: list[tuple[int, int, Episode]] = []
+    limit = max_steps or 50 * env.max_episode_length * per_world
+    with torch.no_grad():
+        for _ in range(limit):
+            action = teacher(obs)
+            if noise > 0:
+                action = action + noise * torch.randn(action.shape, generator=gen, device=env.device)
+            action = action.clamp(-1.0, 1.0)
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            final = info["final_obs"]["policy"]
+            for i in range(n):
+                ep = current[i]
+                ep["obs"].append(obs["policy"][i].cpu())
+                ep["next_obs"].append(final[i].cpu())
+                ep["actions"].append(action[i].cpu())
+                ep["rewards"].append(reward[i].cpu())
+                ep["terminated"].append(terminated[i].cpu())
+            done = (terminated | truncated).nonzero().squeeze(1).tolist()
+            for j, i in enumerate(done):
+                success = bool(info["episode"]["success"][j] > 0.5)
+                if recorded[i] < per_world and (success or not success_only):
+                    out.append(
+                        (
+                            recorded[i],
+                            i,
+                            {k: torch.stack(v) for k, v in current[i].items()} | {"success": success},
+                        )
+                    )
+                    recorded[i] += 1
+                current[i] = {k: [] for k in current[i]}
+            if done and hasattr(teacher, "reset"):
+                teacher.reset(torch.tensor(done, device=env.device))
+            obs = next_obs
+            if min(recorded) >= per_world:
+                return [ep for _, _, ep in sorted(out, key=lambda x: (x[0], x[1]))][:episodes]
+    raise RuntimeError(
+        f"Recorded only {len(out)} of {episodes} episodes in {limit} steps; "
+        "lower episodes or drop success_only."
+    )
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``robotrl collect`` (see module docstring)."""
+    from robotrl.logging import setup_logging
+
+    setup_logging("INFO")
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)  # noqa: T201
+        return 0
+    try:
+        opts, overrides = parse_args(argv)
+    except ValueError as err:
+        print(err, file=sys.stderr)  # noqa: T201
+        return 2
+    torch.manual_seed(opts["seed"])
+    env, env_args = build_env(opts["task"], opts["num_envs"], opts["seed"], overrides)
+    teacher = _teacher(env, opts["teacher"])
+    episodes = collect(env, teacher, opts["episodes"], opts["noise"], opts["success_only"], opts["seed"])
+    env_args |= {"teacher": opts["teacher"], "noise": opts["noise"]}
+    write_demos(opts["out"], episodes, env_args)
+    rate = sum(ep["success"] for ep in episodes) / len(episodes)
+    steps = sum(ep["actions"].shape[0] for ep in episodes)
+    print(f"wrote {len(episodes)} demos ({steps} steps, success {rate:.2f}) to {opts['out']}")  # noqa: T201
+    return 0
