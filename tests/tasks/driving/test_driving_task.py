@@ -231,13 +231,18 @@ def test_hydra_configs(train_cfg):
 
 
 def test_curbs_follow_each_worlds_track():
+    """Each kerb box spans a chord of its world's lane boundary: both ends lie on the boundary."""
     env = make_env(n=3)
     task = env.task
-    n_seg = env.cfg.curb_segments
-    pos = env.sim.model_field("geom_pos")[:, task._curb_start : task._curb_start + 2 * n_seg, :2].float()
+    sl = slice(task._curb_start, task._curb_start + 2 * env.cfg.curb_segments)
+    pos = env.sim.model_field("geom_pos")[:, sl, :2].float()
+    quat = env.sim.model_field("geom_quat")[:, sl].float()
+    half = env.sim.model_field("geom_size")[:, sl, 0].float() - 0.01
+    yaw = 2 * torch.atan2(quat[..., 3], quat[..., 0])
+    axis = torch.stack([torch.cos(yaw), torch.sin(yaw)], -1) * half[..., None]
     for w in range(3):
         tid = int(task.track_id[w])
-        centre = task.bank.center[tid]
-        nearest = torch.cdist(pos[w], centre).amin(1)
         hw = float(task.bank.half_width[tid])
-        torch.testing.assert_close(nearest, torch.full_like(nearest, hw), atol=0.05, rtol=0)
+        for end in (pos[w] - axis[w], pos[w] + axis[w]):
+            nearest = torch.cdist(end, task.bank.center[tid]).amin(1)
+            torch.testing.assert_close(nearest, torch.full_like(nearest, hw), atol=0.01, rtol=0)
