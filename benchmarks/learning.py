@@ -26,11 +26,11 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import save, table  # noqa: E402
+from robotrl.tasks.humanoid.config import HumanoidConfig  # noqa: E402
 
 from robotrl.envs.task_env import TaskEnv  # noqa: E402
 from robotrl.runners.evaluate import run_episodes  # noqa: E402
 from robotrl.sim import SimConfig  # noqa: E402
-from robotrl.tasks.humanoid.config import HumanoidConfig  # noqa: E402
 
 EVAL_SEED = 12345
 

@@ -87,9 +87,7 @@ def envpool_rate(seconds: float, n: int, threads: int) -> float | None:
 
 def raw_batch(seconds: float, n: int, threads: int) -> float:
     """What a user writes by hand on mujoco.batch: same model, same observation work."""
-    import mujoco
     import mujoco.batch as mjb
-
     from robotrl.tasks.humanoid.config import HumanoidConfig
     from robotrl.tasks.humanoid.task import HumanoidTask
 
@@ -116,9 +114,10 @@ def raw_batch(seconds: float, n: int, threads: int) -> float:
 
 
 def robotrl_env(seconds: float, n: int, threads: int, **task_kwargs: object) -> float:
+    from robotrl.tasks.humanoid.config import HumanoidConfig
+
     from robotrl.envs.task_env import TaskEnv
     from robotrl.sim import SimConfig
-    from robotrl.tasks.humanoid.config import HumanoidConfig
 
     env = TaskEnv(HumanoidConfig(randomize=False, obs_noise_std=0.0, action_delay_max=0, **task_kwargs),
                   SimConfig(num_envs=n, nthread=threads), seed=0)

@@ -1,10 +1,10 @@
 """``robotrl`` command line: Hydra apps per subcommand.
 
-    robotrl train task=tool_use                 # train (Hydra overrides: algo=, sim=, policy=, key=value)
-    robotrl train task=humanoid --cfg job       # print the composed config
-    robotrl eval checkpoint=runs/humanoid/...   # metrics JSON, MP4 and learning-curve PNG
-    robotrl export checkpoint=...               # ONNX + JSON spec for robotrl-deploy
-    robotrl tools preview                       # contact sheet of procedural tools
+robotrl train task=tool_use                 # train (Hydra overrides: algo=, sim=, policy=, key=value)
+robotrl train task=humanoid --cfg job       # print the composed config
+robotrl eval checkpoint=runs/humanoid/...   # metrics JSON, MP4 and learning-curve PNG
+robotrl export checkpoint=...               # ONNX + JSON spec for robotrl-deploy
+robotrl tools preview                       # contact sheet of procedural tools
 """
 
 from __future__ import annotations

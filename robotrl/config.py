@@ -41,6 +41,7 @@ class TrainConfig:
         log_level: Python logging level for robotrl.
         base: ``algo=residual`` only: frozen base policy, a checkpoint or an HDF5 dataset
             (shorthand for ``algo.base``, which wins when both are set).
+
     """
 
     task: Any = MISSING
@@ -78,6 +79,7 @@ class EvalConfig:
         out_dir: where to write outputs; empty means ``<run>/eval``.
         seed: env seed.
         randomize: keep domain randomization on.
+
     """
 
     checkpoint: str = MISSING

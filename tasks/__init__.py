@@ -34,6 +34,7 @@ def task_class(name: str) -> type[Task]:
 
     Raises:
         KeyError: with the list of valid task names.
+
     """
     if name not in _REGISTRY or name not in available():
         raise KeyError(f"Unknown task {name!r}. Valid tasks: {', '.join(available())}.")

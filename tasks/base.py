@@ -47,6 +47,7 @@ class TaskConfig:
         action_delay_max: per-world action delay drawn from ``0..action_delay_max`` control steps.
         obs_noise_std: std of Gaussian noise added to the policy observation.
         split: which instance set to draw from: ``train`` or ``heldout``.
+
     """
 
     name: str = "base"
@@ -67,6 +68,7 @@ class Task(abc.ABC):
         num_envs: number of worlds ``N``.
         device: torch device of every tensor the task returns.
         sim: the BatchSim, set by ``setup``.
+
     """
 
     name: ClassVar[str]
@@ -117,14 +119,14 @@ class Task(abc.ABC):
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Reset worlds ``ids`` ``(k,)``: initial state (via ``sim.reset``) and task state."""
 
-    def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+    def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:  # noqa: B027 - optional hook
         """Per-world domain randomization of worlds ``ids`` ``(k,)`` (model fields, gains)."""
 
     @abc.abstractmethod
     def apply_action(self, action: torch.Tensor) -> None:
         """Write the ``(N, A)`` action in ``[-1, 1]`` into the sim's controls."""
 
-    def update(self) -> None:
+    def update(self) -> None:  # noqa: B027 - optional hook
         """Per control step bookkeeping after physics (goal/command resampling, pushes)."""
 
     # --- signals -----------------------------------------------------------------

@@ -1,6 +1,9 @@
-"""PPO for massively parallel envs (rsl_rl-style): GAE with time-out bootstrapping, clipped
-surrogate and value losses, entropy bonus, adaptive-KL learning rate, running observation
-normalization and mini-batch epochs. The math lives in ``robotrl.algos.functional``."""
+"""PPO for massively parallel envs (rsl_rl-style).
+
+GAE with time-out bootstrapping, clipped surrogate and value losses, entropy bonus,
+adaptive-KL learning rate, running observation normalization and mini-batch epochs.
+The math lives in ``robotrl.algos.functional``.
+"""
 
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ class PPOConfig:
         desired_kl: KL target of the adaptive schedule.
         max_grad_norm: global gradient-norm clip.
         normalize_advantages: per mini-batch advantage normalization.
+
     """
 
     name: str = "ppo"

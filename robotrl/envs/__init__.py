@@ -1,0 +1,1 @@
+"""Batched environments: the VecEnv contract, the generic task env and library adapters."""

@@ -46,6 +46,7 @@ class VecEnv(abc.ABC):
         max_episode_length: control steps before a time-out.
         device: torch device of every tensor.
         step_dt: seconds of simulated time per control step.
+
     """
 
     num_envs: int
@@ -63,5 +64,5 @@ class VecEnv(abc.ABC):
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply ``(N, A)`` actions for one control step; autoreset finished worlds."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook
         """Release simulator and renderer resources."""

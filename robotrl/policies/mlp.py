@@ -35,6 +35,7 @@ class PolicyConfig:
         init_std: initial action std of the Gaussian head.
         distribution: ``gaussian`` or ``beta`` (CaRL).
         normalize_obs: keep running mean/std of observations.
+
     """
 
     actor_hidden: list[int] = field(default_factory=lambda: [256, 128, 64])

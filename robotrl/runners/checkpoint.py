@@ -60,6 +60,7 @@ def save_checkpoint(
 
     Returns:
         Path of the ``.safetensors`` file.
+
     """
     ckpt_dir = Path(ckpt_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
@@ -82,6 +83,7 @@ def resolve(path: str | os.PathLike) -> Path:
 
     Raises:
         FileNotFoundError: naming what was looked for.
+
     """
     p = Path(path).expanduser()
     for candidate in (p / "checkpoints", p):
@@ -101,7 +103,9 @@ def resolve(path: str | os.PathLike) -> Path:
     return p
 
 
-def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[dict[str, torch.Tensor], dict]:
+def load_checkpoint(
+    path: str | os.PathLike, device: str | torch.device = "cpu"
+) -> tuple[dict[str, torch.Tensor], dict]:
     """Load ``(tensors, meta)`` from a checkpoint (see ``resolve`` for accepted paths)."""
     weights = resolve(path)
     meta_path = weights.with_suffix(".json")

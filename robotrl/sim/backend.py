@@ -55,6 +55,7 @@ class SimConfig:
         divergence_threshold: a world with ``|qvel|`` above this is treated as diverged.
         per_world_fields: model fields given a per-world copy on ``warp`` (MuJoCo Warp sizes
             them in ``put_model``); the ``cpu`` backend expands any field on first write.
+
     """
 
     backend: str = "cpu"
@@ -133,6 +134,7 @@ def make_sim(model: mujoco.MjModel, cfg: SimConfig) -> BatchSim:
         ValueError: unknown backend name.
         RuntimeError: ``warp`` asked for without CUDA.
         ImportError: ``warp`` asked for without the ``gpu`` extra installed.
+
     """
     if cfg.backend == "cpu":
         from robotrl.sim.mujoco_cpu import CpuBatchSim

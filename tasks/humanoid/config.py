@@ -41,6 +41,7 @@ class HumanoidConfig(TaskConfig):
             (MuJoCo Warp has no PGS).
         gym_obs: use gymnasium Humanoid-v5's 348-d observation (positions, velocities,
             cinert, cvel, actuator forces, cfrc_ext) for the policy, same work as gymnasium.
+
     """
 
     name: str = "humanoid"

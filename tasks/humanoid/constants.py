@@ -1,5 +1,8 @@
-"""Humanoid robot constants. The model is gymnasium's humanoid MJCF, loaded from the
-installed ``gymnasium`` package at run time (never copied into this repository)."""
+"""Humanoid robot constants.
+
+The model is gymnasium's humanoid MJCF, loaded from the installed ``gymnasium`` package at
+run time (never copied into this repository).
+"""
 
 from __future__ import annotations
 

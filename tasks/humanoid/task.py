@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import mujoco
 import torch
-
-from robotrl.math import quat_rotate_inverse, uniform
 from robotrl.tasks.base import Task
 from robotrl.tasks.humanoid import constants as C
 from robotrl.tasks.humanoid.config import HumanoidConfig
+
+from robotrl.math import quat_rotate_inverse, uniform
 
 
 class HumanoidTask(Task):
@@ -169,7 +169,7 @@ class HumanoidTask(Task):
         return {"policy": policy, "critic": torch.cat([policy, privileged], dim=1)}
 
     def _gym_observation(self) -> torch.Tensor:
-        """gymnasium Humanoid-v5's 348-d observation (world body excluded)."""
+        """Gymnasium Humanoid-v5's 348-d observation (world body excluded)."""
         cinert, cvel, qfrc_act, cfrc_ext = self._gym_fields
         n = self.num_envs
         return torch.cat([self.qpos[:, 2:], self.qvel, cinert[:, 1:].reshape(n, -1), cvel[:, 1:].reshape(n, -1),

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 import torch
+from robotrl.tasks.humanoid.config import HumanoidConfig
 
 from robotrl.envs.adapters import GymVectorEnv, make_sb3_vec_env
 from robotrl.envs.task_env import TaskEnv
 from robotrl.sim import SimConfig
-from robotrl.tasks.humanoid.config import HumanoidConfig
 
 
 def _env(n=4, length=0.15):
@@ -45,5 +45,5 @@ def test_sb3_ppo_trains_through_the_adapter():
     before = [p.detach().clone() for p in model.policy.parameters()]
     model.learn(total_timesteps=8 * 32 * 2)
     assert model.num_timesteps >= 512
-    assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
     assert len(model.ep_info_buffer) > 0  # episode stats flowed through the infos

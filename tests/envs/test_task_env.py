@@ -2,10 +2,10 @@
 
 import pytest
 import torch
+from robotrl.tasks.humanoid.config import HumanoidConfig
 
 from robotrl.envs.task_env import TaskEnv
 from robotrl.sim import SimConfig
-from robotrl.tasks.humanoid.config import HumanoidConfig
 
 
 def make(num_envs=4, **task_kwargs):

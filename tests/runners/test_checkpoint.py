@@ -6,7 +6,12 @@ import torch
 from robotrl.policies.io import load_policy
 from robotrl.policies.mlp import ActorCritic, PolicyConfig
 from robotrl.runners.checkpoint import (
-    load_checkpoint, optimizer_tensors, prefixed, resolve, restore_optimizer, save_checkpoint,
+    load_checkpoint,
+    optimizer_tensors,
+    prefixed,
+    resolve,
+    restore_optimizer,
+    save_checkpoint,
 )
 
 
@@ -55,7 +60,9 @@ def test_loading_never_unpickles(tmp_path):
 
     (tmp_path / "ckpt_000001.safetensors").write_bytes(pickle.dumps(Boom()))
     (tmp_path / "ckpt_000001.json").write_text("{}")
-    with pytest.raises(Exception):
+    from safetensors import SafetensorError
+
+    with pytest.raises(SafetensorError):
         load_checkpoint(tmp_path / "ckpt_000001.safetensors")
     import os
     assert not os.path.exists("/tmp/robotrl_pwned")
