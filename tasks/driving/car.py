@@ -32,9 +32,7 @@ def _wheel(parent: mujoco.MjsBody, name: str, pos: list[float], rgba: list[float
     return wheel
 
 
-def add_car(
-    spec: mujoco.MjSpec, rgba: tuple[float, float, float, float] = (0.9, 0.3, 0.1, 1.0)
-) -> mujoco.MjsBody:
+def add_car(spec: mujoco.MjSpec, rgba: tuple[float, float, float, float] = (0.9, 0.3, 0.1, 1.0)) -> mujoco.MjsBody:
     """Add the car (free joint ``chassis``) to ``spec``'s world body; returns the chassis body.
 
     The chassis geom and wheels are in geom group 1 and collide only with the floor

@@ -55,8 +55,7 @@ def _obstacles(trace: dict[str, np.ndarray], t: int, radii: list[float]) -> list
     if not radii or "obstacles" not in trace or not trace["active"][t]:
         return []
     return [
-        Circle(tuple(xy), r, color="tab:orange", zorder=3)
-        for xy, r in zip(trace["obstacles"][t], radii, strict=True)
+        Circle(tuple(xy), r, color="tab:orange", zorder=3) for xy, r in zip(trace["obstacles"][t], radii, strict=True)
     ]
 
 

@@ -60,9 +60,7 @@ def point_segment_distance(p: torch.Tensor, a: torch.Tensor, b: torch.Tensor) ->
     return (p - closest).norm(dim=-1)
 
 
-def segment_segment_distance(
-    a0: torch.Tensor, a1: torch.Tensor, b0: torch.Tensor, b1: torch.Tensor
-) -> torch.Tensor:
+def segment_segment_distance(a0: torch.Tensor, a1: torch.Tensor, b0: torch.Tensor, b1: torch.Tensor) -> torch.Tensor:
     """Distance ``(...)`` between 2-D segments ``a0``-``a1`` and ``b0``-``b1`` (``(..., 2)``, broadcast).
 
     For segments that do not cross, the minimum is attained at an end point of one of them.
@@ -78,17 +76,13 @@ def segment_segment_distance(
     ).amin(-1)
 
     def orient(p: torch.Tensor, q: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        return (q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1]) - (q[..., 1] - p[..., 1]) * (
-            r[..., 0] - p[..., 0]
-        )
+        return (q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1]) - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0])
 
     crossing = (orient(a0, a1, b0) * orient(a0, a1, b1) < 0) & (orient(b0, b1, a0) * orient(b0, b1, a1) < 0)
     return torch.where(crossing, torch.zeros_like(d), d)
 
 
-def heading_segment(
-    pos: torch.Tensor, yaw: torch.Tensor, half_length: float
-) -> tuple[torch.Tensor, torch.Tensor]:
+def heading_segment(pos: torch.Tensor, yaw: torch.Tensor, half_length: float) -> tuple[torch.Tensor, torch.Tensor]:
     """End points ``(..., 2)`` of the segment of half-length ``half_length`` at ``pos`` along ``yaw``."""
     axis = torch.stack([torch.cos(yaw), torch.sin(yaw)], dim=-1) * half_length
     return pos - axis, pos + axis

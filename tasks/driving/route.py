@@ -48,13 +48,9 @@ class TrackBank:
         self.tracks = tracks
 
         def stack(name: str) -> torch.Tensor:
-            return torch.stack([torch.as_tensor(getattr(t, name), dtype=torch.float32) for t in tracks]).to(
-                device
-            )
+            return torch.stack([torch.as_tensor(getattr(t, name), dtype=torch.float32) for t in tracks]).to(device)
 
-        self.center, self.tangent, self.normal, self.s = (
-            stack(n) for n in ("center", "tangent", "normal", "s")
-        )
+        self.center, self.tangent, self.normal, self.s = (stack(n) for n in ("center", "tangent", "normal", "s"))
         self.length = torch.tensor([t.length for t in tracks], dtype=torch.float32, device=device)
         self.half_width = torch.tensor([t.half_width for t in tracks], dtype=torch.float32, device=device)
         self.num_points = self.center.shape[1]
@@ -99,9 +95,7 @@ class TrackBank:
         lateral = (rel * normal).sum(-1)
         return best, s, lateral, _take(self.heading, track_id, best)
 
-    def at_index(
-        self, track_id: torch.Tensor, idx: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def at_index(self, track_id: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Centre ``(..., 2)``, left normal ``(..., 2)`` and heading ``(...)`` of point ``idx``."""
         return (
             _take(self.center, track_id, idx),

@@ -93,8 +93,13 @@ class DrivingTask(Task):
         for side in ("left", "right"):
             for i in range(c.curb_segments):
                 spec.worldbody.add_geom(
-                    name=f"curb_{side}_{i}", type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.5, *CURB_HALF],
-                    pos=[0, 0, -1.0], contype=0, conaffinity=0, group=C.CURB_GROUP,
+                    name=f"curb_{side}_{i}",
+                    type=mujoco.mjtGeom.mjGEOM_BOX,
+                    size=[0.5, *CURB_HALF],
+                    pos=[0, 0, -1.0],
+                    contype=0,
+                    conaffinity=0,
+                    group=C.CURB_GROUP,
                     rgba=[0.85, 0.1, 0.1, 1] if i % 2 else [0.95, 0.95, 0.95, 1],
                 )
         add_car(spec)
@@ -181,17 +186,17 @@ class DrivingTask(Task):
         self.dt = c.timestep * c.frame_skip
         mocap = lambda name: int(model.body_mocapid[model.body(name).id])  # noqa: E731
         self._obs_mocap = torch.as_tensor(
-            [mocap(f"obstacle_{i}") for i in range(c.num_obstacles)], dtype=torch.long
+            [mocap(f"obstacle_{i}") for i in range(c.num_obstacles)], dtype=torch.long, device=dev
         )
         self._traffic_mocap = torch.as_tensor(
-            [mocap(f"traffic_{i}") for i in range(c.num_traffic)], dtype=torch.long
+            [mocap(f"traffic_{i}") for i in range(c.num_traffic)], dtype=torch.long, device=dev
         )
         if model.nmocap:
             self.mocap_pos, self.mocap_quat = sim.bind("mocap_pos"), sim.bind("mocap_quat")
         self.obstacle_r = torch.tensor(self.obstacle_radii(), device=dev)
         half = 0.5 * math.radians(c.ray_fov_deg)
         self.ray_angles = (
-            torch.linspace(-half, half, c.num_rays, device=dev) if c.num_rays > 1 else torch.zeros(1)
+            torch.linspace(-half, half, c.num_rays, device=dev) if c.num_rays > 1 else torch.zeros(1, device=dev)
         )
         front = (self.ray_angles.abs() <= math.radians(15.0) + 1e-6).nonzero().squeeze(1)
         self._front_rays = (int(front.min()), int(front.max()) + 1) if front.numel() else (0, c.num_rays)
@@ -200,7 +205,7 @@ class DrivingTask(Task):
             for g in range(model.ngeom)
             if model.geom_bodyid[g] and model.body(model.geom_bodyid[g]).name.startswith(("front_", "rear_"))
         ]
-        self._wheel_geoms = torch.as_tensor(wheels, dtype=torch.long)
+        self._wheel_geoms = torch.as_tensor(wheels, dtype=torch.long, device=dev)
         self._base_friction = torch.as_tensor(model.geom_friction.copy(), device=dev)
         self._base_mass = torch.as_tensor(model.body_mass.copy(), device=dev)
         self._base_gain = torch.as_tensor(model.actuator_gainprm.copy(), device=dev)
@@ -208,8 +213,9 @@ class DrivingTask(Task):
         self._chassis = model.body(C.CHASSIS_BODY).id
         curbs = [model.geom(f"curb_{side}_0").id for side in ("left", "right")] if c.curb_segments else []
         self._curb_start = curbs[0] if curbs else 0
-        self._base_geom = {f: torch.as_tensor(getattr(model, f).copy(), device=dev)
-                           for f in ("geom_pos", "geom_quat", "geom_size")}
+        self._base_geom = {
+            f: torch.as_tensor(getattr(model, f).copy(), device=dev) for f in ("geom_pos", "geom_quat", "geom_size")
+        }
         zeros = lambda *shape: torch.zeros(n, *shape, device=dev)  # noqa: E731
         self.track_id = torch.zeros(n, dtype=torch.long, device=dev)
         self.idx = torch.zeros(n, dtype=torch.long, device=dev)
@@ -238,9 +244,7 @@ class DrivingTask(Task):
         tid = torch.randint(0, len(bank.tracks), (k,), generator=gen, device=dev)
         start = torch.randint(0, bank.num_points, (k,), generator=gen, device=dev)
         hw = bank.half_width[tid]
-        off = uniform(-1.0, 1.0, (k,), gen, dev) * torch.minimum(
-            torch.full_like(hw, c.start_lateral_noise), 0.5 * hw
-        )
+        off = uniform(-1.0, 1.0, (k,), gen, dev) * torch.minimum(torch.full_like(hw, c.start_lateral_noise), 0.5 * hw)
         centre, normal, heading0 = bank.at_index(tid, start)
         pos = centre + off[:, None] * normal
         yaw = heading0 + uniform(-c.start_heading_noise, c.start_heading_noise, (k,), gen, dev)
@@ -279,9 +283,7 @@ class DrivingTask(Task):
         self._place_curbs(ids, tid)
         self._cast_rays(ids)
 
-    def _place_scenario(
-        self, ids: torch.Tensor, tid: torch.Tensor, s0: torch.Tensor, gen: torch.Generator
-    ) -> None:
+    def _place_scenario(self, ids: torch.Tensor, tid: torch.Tensor, s0: torch.Tensor, gen: torch.Generator) -> None:
         """Obstacles spread along the lap ahead of the start; traffic ahead of the car."""
         c, k, dev, bank = self.cfg, ids.numel(), self.device, self.bank
         length, hw = bank.length[tid][:, None], bank.half_width[tid][:, None]
@@ -302,30 +304,42 @@ class DrivingTask(Task):
             self.traffic_v[ids] = uniform(*c.traffic_speed, (k, t), gen, dev)
         self._write_mocap(ids)
 
-    def _write_mocap(self, ids: torch.Tensor) -> None:
+    def _write_mocap(self, ids: torch.Tensor | None, obstacles: bool = True) -> None:
+        """Write obstacle and traffic poses of worlds ``ids`` (all if None) into the mocap bodies.
+
+        Inactive worlds park them under the floor. Obstacles are static, so the per-step
+        call (``ids=None``) only moves the traffic.
+        """
         c = self.cfg
+        rows = slice(None) if ids is None else ids
         if c.num_traffic:
-            centre, heading = self.bank.point_at(self.track_id[ids][:, None], self.traffic_s[ids])
+            centre, heading = self.bank.point_at(self.track_id[rows][:, None], self.traffic_s[rows])
             normal = torch.stack([-torch.sin(heading), torch.cos(heading)], dim=-1)
-            self.traffic_xy[ids] = centre + self.traffic_off[ids][..., None] * normal
-            self.traffic_yaw[ids] = heading
-        park = torch.tensor(PARK, dtype=torch.float64, device=self.device)
-        active = self.active[ids]
-        for group, xy, yaw in (
-            (self._obs_mocap, self.obstacle_xy, None),
-            (self._traffic_mocap, self.traffic_xy, self.traffic_yaw),
-        ):
+            self.traffic_xy[rows] = centre + self.traffic_off[rows][..., None] * normal
+            self.traffic_yaw[rows] = heading
+        dtype = self.mocap_pos.dtype if self.sim.model.nmocap else torch.float64
+        park = torch.tensor(PARK, dtype=dtype, device=self.device)
+        active = self.active[rows][:, None, None]
+        groups = [(self._traffic_mocap, self.traffic_xy, self.traffic_yaw)]
+        if obstacles:
+            groups.append((self._obs_mocap, self.obstacle_xy, None))
+        for group, xy, yaw in groups:
             if not len(group):
                 continue
-            pos = torch.cat([xy[ids], torch.zeros_like(xy[ids][..., :1])], dim=-1).double()
-            pos = torch.where(active[:, None, None], pos, park)
-            self.mocap_pos[ids[:, None], group[None, :]] = pos
+            xy = xy[rows]
+            pos = torch.where(active, torch.cat([xy, torch.zeros_like(xy[..., :1])], dim=-1).to(dtype), park)
+            if ids is None:
+                self.mocap_pos[:, group] = pos
+            else:
+                self.mocap_pos[ids[:, None], group[None, :]] = pos
             if yaw is not None:
-                half = 0.5 * yaw[ids].double()
-                quat = torch.stack(
-                    [torch.cos(half), torch.zeros_like(half), torch.zeros_like(half), torch.sin(half)], -1
-                )
-                self.mocap_quat[ids[:, None], group[None, :]] = quat
+                half = 0.5 * yaw[rows].to(dtype)
+                zero = torch.zeros_like(half)
+                quat = torch.stack([torch.cos(half), zero, zero, torch.sin(half)], -1)
+                if ids is None:
+                    self.mocap_quat[:, group] = quat
+                else:
+                    self.mocap_quat[ids[:, None], group[None, :]] = quat
 
     def _place_curbs(self, ids: torch.Tensor, tid: torch.Tensor) -> None:
         """Per-world kerb boxes along both lane boundaries of the worlds' tracks (for cameras and videos)."""
@@ -409,8 +423,8 @@ class DrivingTask(Task):
         self.lap_done |= finished
         if c.num_traffic:
             self.traffic_s += self.traffic_v * self.dt
-        if self.sim.model.nmocap:
-            self._write_mocap(torch.arange(self.num_envs, device=self.device))
+        if c.num_traffic:
+            self._write_mocap(None, obstacles=False)
         self._cast_rays(None)
         front = self.rays[:, self._front_rays[0] : self._front_rays[1]].amin(1)
         self.ttc = time_to_collision(front, self.v_fwd, 0.5 * C.CAR_LENGTH)
@@ -473,9 +487,7 @@ class DrivingTask(Task):
         rel = pts - self.qpos[:, None, :2].float()
         yaw = yaw_from_quat(self.qpos[:, 3:7].float())[:, None]
         cos, sin = torch.cos(yaw), torch.sin(yaw)
-        local = torch.stack(
-            [cos * rel[..., 0] + sin * rel[..., 1], -sin * rel[..., 0] + cos * rel[..., 1]], -1
-        )
+        local = torch.stack([cos * rel[..., 0] + sin * rel[..., 1], -sin * rel[..., 0] + cos * rel[..., 1]], -1)
         horizon = c.route_spacing * c.route_samples
         steer = self.qpos[:, self._steer_adr].float().mean(1, keepdim=True) / C.MAX_STEER
         policy = torch.cat(
@@ -502,9 +514,7 @@ class DrivingTask(Task):
         obs = {"policy": policy}
         if c.camera:
             ids = torch.arange(self.num_envs)
-            obs["image"] = torch.from_numpy(self.sim.render(c.camera_name, ids, tuple(c.image_size))).to(
-                self.device
-            )
+            obs["image"] = torch.from_numpy(self.sim.render(c.camera_name, ids, tuple(c.image_size))).to(self.device)
         return obs
 
     def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:

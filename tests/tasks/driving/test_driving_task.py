@@ -140,7 +140,8 @@ def test_rays_match_known_obstacle_and_vehicle_distances():
     task.active[0] = True
     task.obstacle_xy[0] = torch.stack([pos + 2.0 * fwd, pos + 1.5 * left, torch.tensor([500.0, 500.0])])
     task.traffic_v[0] = 0.0
-    task.update()  # places the mocap bodies and casts the rays
+    task._write_mocap(torch.tensor([0]))  # obstacles are static: written at reset or on demand
+    task.update()  # moves the traffic and casts the rays
     # put the traffic capsule 2.5 m to the right, parallel to the car (its side faces the ray)
     task.traffic_xy[0, 0] = pos - 2.5 * left
     task.traffic_yaw[0, 0] = yaw
