@@ -6,6 +6,8 @@ the leading dimensions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 
@@ -65,6 +67,15 @@ def yaw_from_quat(q: torch.Tensor) -> torch.Tensor:
     """Heading angle about world z ``(...)`` of orientations ``q`` ``(..., 4)``."""
     w, x, y, z = q.unbind(-1)
     return torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def sample_range(
+    bounds: Sequence[float], shape: tuple[int, ...], gen: torch.Generator, device: torch.device
+) -> torch.Tensor:
+    """Uniform samples in ``[bounds[0], bounds[1])`` (a ``[low, high]`` config range)."""
+    if len(bounds) != 2 or bounds[0] > bounds[1]:
+        raise ValueError(f"A range must be [low, high] with low <= high, got {list(bounds)}.")
+    return uniform(float(bounds[0]), float(bounds[1]), shape, gen, device)
 
 
 def uniform(

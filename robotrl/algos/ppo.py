@@ -64,6 +64,8 @@ class PPOConfig:
 class PPO(Algorithm):
     """Proximal policy optimization over a ``[num_steps, B]`` rollout (see ``Algorithm``)."""
 
+    policy: ActorCritic
+
     def __init__(self, policy: ActorCritic, cfg: PPOConfig, num_envs: int, device: torch.device) -> None:
         if cfg.schedule not in SCHEDULES:
             raise ValueError(f"Unknown algo.schedule={cfg.schedule!r}; valid: {', '.join(SCHEDULES)}.")

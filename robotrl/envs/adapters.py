@@ -88,6 +88,8 @@ def make_sb3_vec_env(env: VecEnv) -> Any:
             self._actions = torch.as_tensor(np.asarray(actions), dtype=torch.float32, device=self.env.device)
 
         def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+            if self._actions is None:
+                raise RuntimeError("step_wait() called before step_async(actions).")
             obs, reward, terminated, truncated, info = self.env.step(self._actions)
             done = _np(terminated | truncated)
             infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]

@@ -73,12 +73,14 @@ class ActorCritic(nn.Module):
         self.log_std = nn.Parameter(torch.full((action_dim,), math.log(cfg.init_std)))
         self.obs_norm = RunningNorm(obs_dim) if cfg.normalize_obs else nn.Identity()
         self.critic_norm = RunningNorm(critic_dim) if cfg.normalize_obs else nn.Identity()
-        nn.init.orthogonal_(self.actor[-1].weight, gain=0.01)
-        nn.init.zeros_(self.actor[-1].bias)
+        last = self.actor[-1]
+        assert isinstance(last, nn.Linear)
+        nn.init.orthogonal_(last.weight, gain=0.01)
+        nn.init.zeros_(last.bias)
 
     def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
         """Fold a batch of ``(B, P)`` and ``(B, C)`` observations into the running stats."""
-        if isinstance(self.obs_norm, RunningNorm):
+        if isinstance(self.obs_norm, RunningNorm) and isinstance(self.critic_norm, RunningNorm):
             self.obs_norm.update(obs)
             self.critic_norm.update(critic_obs)
 

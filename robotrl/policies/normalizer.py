@@ -12,6 +12,10 @@ class RunningNorm(nn.Module):
     Buffers (saved with the policy): ``mean`` ``(D,)``, ``var`` ``(D,)``, ``count`` ``()``.
     """
 
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor
+
     def __init__(self, dim: int, clip: float = 10.0, eps: float = 1e-6) -> None:
         super().__init__()
         self.clip = clip

@@ -26,7 +26,7 @@ def task_config_from_meta(meta: dict[str, Any], **overrides: Any) -> Any:
     return config_class(name)(**values)
 
 
-def run_episodes(env: TaskEnv, policy: torch.nn.Module, episodes: int, deterministic: bool = True,
+def run_episodes(env: TaskEnv, policy: Any, episodes: int, deterministic: bool = True,
                  on_step: Any = None) -> dict[str, float]:
     """Roll ``policy`` until ``episodes`` episodes finish; return mean episode statistics.
 

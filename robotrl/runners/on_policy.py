@@ -71,7 +71,7 @@ class OnPolicyRunner:
     def meta(self) -> dict[str, Any]:
         """JSON metadata stored beside the weights (what export and deploy read)."""
         task = self.env.task
-        policy: ActorCritic = self.algo.policy
+        policy = self.algo.policy
         return {
             "task": {"name": self.cfg.task.name, "config": asdict(self.cfg.task)},
             "policy": {"obs_dim": policy.obs_dim, "critic_dim": policy.critic_dim,

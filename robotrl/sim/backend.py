@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     import mujoco
     import numpy as np
 
+    from robotrl.sim.render import BatchRenderer
+
 log = logging.getLogger(__name__)
 
 BACKENDS = ("cpu", "warp")
@@ -78,6 +80,7 @@ class BatchSim(abc.ABC):
     model: mujoco.MjModel
     nsim: int
     device: torch.device
+    _renderer: BatchRenderer
 
     @abc.abstractmethod
     def bind(self, field: str) -> torch.Tensor:

@@ -14,7 +14,7 @@ from robotrl.tasks.base import Task
 from robotrl.tasks.humanoid import constants as C
 from robotrl.tasks.humanoid.config import HumanoidConfig
 
-from robotrl.math import quat_rotate_inverse, uniform
+from robotrl.math import quat_rotate_inverse, sample_range, uniform
 
 
 class HumanoidTask(Task):
@@ -106,13 +106,13 @@ class HumanoidTask(Task):
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Friction, link masses and motor strength per world."""
         k, c = ids.numel(), self.cfg
-        self.friction_scale[ids] = uniform(*c.friction_range, (k,), gen, self.device)
-        self.mass_scale[ids] = uniform(*c.mass_range, (k,), gen, self.device)
-        self.strength[ids] = uniform(*c.strength_range, (k, self.action_dim), gen, self.device)
+        self.friction_scale[ids] = sample_range(c.friction_range, (k,), gen, self.device)
+        self.mass_scale[ids] = sample_range(c.mass_range, (k,), gen, self.device)
+        self.strength[ids] = sample_range(c.strength_range, (k, self.action_dim), gen, self.device)
         friction = self._base_friction.expand(k, -1, -1).clone()
         friction[..., 0] *= self.friction_scale[ids, None].to(friction.dtype)
         self.sim.set_model_field("geom_friction", ids, friction)
-        per_body = uniform(*c.mass_range, (k, self._base_mass.shape[0]), gen, self.device)
+        per_body = sample_range(c.mass_range, (k, self._base_mass.shape[0]), gen, self.device)
         self.sim.set_model_field("body_mass", ids, self._base_mass * per_body.to(self._base_mass.dtype))
 
     def apply_action(self, action: torch.Tensor) -> None:
@@ -135,8 +135,8 @@ class HumanoidTask(Task):
 
     def _resample(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         k = ids.numel()
-        vx = uniform(*self.cfg.cmd_vx, (k,), gen, self.device)
-        yaw = uniform(*self.cfg.cmd_yaw, (k,), gen, self.device)
+        vx = sample_range(self.cfg.cmd_vx, (k,), gen, self.device)
+        yaw = sample_range(self.cfg.cmd_yaw, (k,), gen, self.device)
         stand = torch.rand(k, generator=gen, device=self.device) < self.cfg.standing_prob
         self.command[ids] = torch.stack([vx, yaw], dim=1) * (~stand).unsqueeze(1)
 
