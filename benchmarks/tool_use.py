@@ -2,6 +2,7 @@
 
     python benchmarks/tool_use.py                 # 64 worlds, 2 threads, both arms
     python benchmarks/tool_use.py --worlds 128 --threads 4
+    python benchmarks/tool_use.py --train-run runs/tool_use/<stamp>   # also summarize a training run
 
 Prints a table and writes flat, unit-named figures to benchmarks/results/tool_use.json
 (merged with what is already there, so GPU and learning figures can sit beside them).
@@ -54,6 +55,29 @@ def measure(arm: str, worlds: int, threads: int, steps: int, seed: int = 0) -> d
             "nv": model.nv, "nu": model.nu, "sim_resets": env.total_sim_resets}
 
 
+def summarize_run(run_dir: str) -> dict[str, float]:
+    """Learning figures of a ``robotrl train task=tool_use`` run: first vs last fifth of its iterations."""
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    rows = [r for r in rows if "episode/return" in r]
+    if len(rows) < 5:
+        raise ValueError(f"{run_dir} has {len(rows)} iterations with finished episodes; need at least 5.")
+    fifth = max(1, len(rows) // 5)
+    out: dict[str, float] = {"cpu_train_wall_s": round(rows[-1]["time_s"], 1),
+                             "cpu_train_env_steps_count": rows[-1]["env_steps"],
+                             "cpu_train_curriculum_stage_final_index": rows[-1]["episode/curriculum_stage"]}
+    for key, name in (("episode/return", "return"), ("episode/reached", "reach_rate"),
+                      ("episode/lifted", "lift_rate"), ("episode/reward/lift", "lift_reward"),
+                      ("episode/goals_reached", "goals_per_episode")):
+        first = sum(r[key] for r in rows[:fifth]) / fifth
+        last = sum(r[key] for r in rows[-fifth:]) / fifth
+        out[f"cpu_train_{name}_first_fifth_mean"] = round(first, 4)
+        out[f"cpu_train_{name}_last_fifth_mean"] = round(last, 4)
+    stage_rows = [r for r in rows if r["episode/curriculum_stage"] >= 1.0]
+    out["cpu_train_lift_stage_reached_at_s"] = round(stage_rows[0]["time_s"], 1) if stage_rows else -1.0
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--worlds", type=int, default=64)
@@ -62,6 +86,7 @@ def main() -> None:
     p.add_argument("--torch-threads", type=int, default=1, help="torch intra-op threads (1 is fastest here)")
     p.add_argument("--arms", nargs="+", default=["kuka_iiwa", "floating"])
     p.add_argument("--out", default=RESULTS)
+    p.add_argument("--train-run", default="", help="run dir of a tool_use training run to summarize")
     args = p.parse_args()
     torch.set_num_threads(args.torch_threads)
     results: dict[str, object] = {}
@@ -75,6 +100,11 @@ def main() -> None:
         results[f"{prefix}_env_steps_per_s"] = round(r["env_steps_per_s"], 1)
         results[f"{prefix}_physics_only_env_steps_per_s"] = round(r["physics_only_env_steps_per_s"], 1)
         results[f"{prefix}_sim_resets_count"] = r["sim_resets"]
+    if args.train_run:
+        learning = summarize_run(args.train_run)
+        for key, value in learning.items():
+            print(f"{key:<48} {value}")
+        results.update(learning)
     load1 = os.getloadavg()[0]
     results.update({
         "cpu_machine": platform.processor() or platform.machine(),

@@ -93,7 +93,7 @@ class ToolUseConfig(TaskConfig):
     curriculum_ema: float = 0.02
     curriculum_min_episodes: int = 64
     lift_goal_height: float = 0.2
-    reach_dist: float = 0.03
+    reach_dist: float = 0.02
     dr_dynamics: bool = True
     dynamics_range: list[float] = field(default_factory=lambda: [0.7, 1.3])
     dr_kicks: bool = True

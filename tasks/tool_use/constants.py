@@ -62,7 +62,7 @@ def hand_joint_names() -> tuple[str, ...]:
 
 
 # --- scene and workspace (world frame, m); the table top is the plane z = 0.
-PALM_HOME_POS = (0.55, 0.0, 0.13)
+PALM_HOME_POS = (0.55, 0.0, 0.10)
 PALM_HOME_QUAT = (0.0, 1.0, 0.0, 0.0)  # palm normal -z, fingers +x
 SPAWN_CENTER = (0.63, 0.0)
 TIMESTEP = 0.005
