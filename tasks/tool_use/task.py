@@ -180,6 +180,7 @@ class ToolUseTask(Task):
         self._pose_hist = torch.zeros(cfg.object_delay_max + 1, n, 7, device=dev)
         self._obs_hist: torch.Tensor | None = None
         self._fresh = torch.ones(n, dtype=torch.bool, device=dev)
+        self._advance_obs = False
         self._arange = torch.arange(n, device=dev)
         # The curriculum is a training device: held-out splits (evaluation) run the full goal task.
         self.stage = 0 if (cfg.curriculum and cfg.split == "train") else len(STAGES) - 1
@@ -373,6 +374,8 @@ class ToolUseTask(Task):
             "joint_vel": R.joint_velocity_penalty(self.qvel[:, self._dadr].float()),
         }
         self._kick()
+        self._push_pose()
+        self._advance_obs = True
 
     def _kick(self) -> None:
         c = self.cfg
@@ -392,13 +395,12 @@ class ToolUseTask(Task):
         self.xfrc[hit, self._tool_body] = wrench.to(self.xfrc.dtype)
 
     # --- signals ---------------------------------------------------------------------
-    def _observed_pose(self) -> torch.Tensor:
-        """Tool pose the policy sees: true pose, optionally noisy and delayed per world."""
-        pose = self._tool_pose()
+    def _push_pose(self) -> None:
+        """Once per control step: add a noisy sample of the tool pose to the per-world delay line."""
         c = self.cfg
         if not (c.randomize and c.dr_object_pose):
-            return pose
-        n, dev = self.num_envs, self.device
+            return
+        pose, n, dev = self._tool_pose(), self.num_envs, self.device
         noisy_pos = pose[:, :3] + c.object_pos_noise * torch.randn(n, 3, generator=self._gen, device=dev)
         axis = torch.randn(n, 3, generator=self._gen, device=dev)
         axis = axis / axis.norm(dim=1, keepdim=True).clamp(min=1e-6)
@@ -406,6 +408,11 @@ class ToolUseTask(Task):
         noisy_quat = quat_mul(quat_from_axis_angle(axis, angle), pose[:, 3:])
         self._pose_hist = torch.roll(self._pose_hist, 1, dims=0)
         self._pose_hist[0] = torch.cat([noisy_pos, noisy_quat], dim=1)
+
+    def _observed_pose(self) -> torch.Tensor:
+        """Tool pose the policy sees: the true pose, or a noisy one ``_pose_delay`` steps old."""
+        if not (self.cfg.randomize and self.cfg.dr_object_pose):
+            return self._tool_pose()
         return self._pose_hist[self._pose_delay, self._arange]
 
     def _policy_obs(self, pose: torch.Tensor) -> torch.Tensor:
@@ -432,7 +439,9 @@ class ToolUseTask(Task):
         if self.cfg.randomize and self.cfg.obs_delay_max > 0:
             if self._obs_hist is None:
                 self._obs_hist = policy.expand(self.cfg.obs_delay_max + 1, -1, -1).clone()
-            self._obs_hist = torch.roll(self._obs_hist, 1, dims=0)
+            if self._advance_obs:  # observe may run twice in a step (before and after autoreset)
+                self._obs_hist = torch.roll(self._obs_hist, 1, dims=0)
+            self._advance_obs = False
             if bool(self._fresh.any()):
                 fresh = self._fresh.nonzero().squeeze(1)
                 self._obs_hist[:, fresh] = policy[fresh]

@@ -200,3 +200,36 @@ def test_preview_writes_contact_sheet(tmp_path):
 
     img = imageio.imread(out)
     assert img.ndim == 3 and img.shape[0] > 100 and np.asarray(img).std() > 5
+
+
+def test_observation_delay_and_object_pose_delay():
+    from robotrl.tasks.tool_use import rewards as R
+
+    env = make(n=4, randomize=True, dr_dynamics=False, dr_kicks=False, dr_object_pose=True,
+               object_pos_noise=0.0, object_rot_noise=0.0, object_delay_max=3, obs_delay_max=2)
+    task = env.task
+    env.reset()
+    task._obs_delay[:] = 2
+    task._pose_delay[:] = 3
+    qpos = task.qpos.clone()  # drop the tool from 20 cm, away from the hand, so it moves every step
+    qpos[:, task._tq] += 0.15
+    qpos[:, task._tq + 2] += 0.2
+    task.sim.reset(torch.arange(4), qpos, torch.zeros_like(task.qvel))
+    p = env.obs_dims["policy"]
+    true_obs, poses, palms, seen = [], [], [], []
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(8):
+        obs, _, _, _, info = env.step(torch.rand(4, env.num_actions, generator=gen) * 2 - 1)
+        assert "episode" not in info
+        true_obs.append(obs["critic"][:, :p].clone())  # undelayed, noise-free policy features
+        poses.append(task._tool_pose().clone())
+        palms.append(task.xpos[:, task._palm].float().clone())
+        seen.append(obs["policy"].clone())
+    assert torch.allclose(task._observed_pose(), poses[-4])  # the tool pose the policy sees lags 3 steps
+    for t in range(5, 8):
+        # proprioception and the rest lag 2 steps (the whole observation is delayed) ...
+        assert torch.allclose(seen[t][:, 48:], true_obs[t - 2][:, 48:], atol=1e-6)
+        # ... and the keypoints come from the tool pose 3 steps before that observation
+        kp = R.to_world(poses[t - 5][:, :3], poses[t - 5][:, 3:], task.kp_local)
+        assert torch.allclose(seen[t][:, :24], (kp - palms[t - 2][:, None]).flatten(1), atol=1e-5)
+        assert (seen[t][:, :24] - true_obs[t - 2][:, :24]).abs().max() > 1e-3  # a real lag, not a no-op
