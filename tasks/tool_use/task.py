@@ -37,8 +37,10 @@ from robotrl.math import quat_angle_between, quat_from_axis_angle, quat_mul, ran
 log = logging.getLogger(__name__)
 
 STAGES = ("reach", "lift", "goal")
-TOOL_FIELDS = ("geom_type", "geom_size", "geom_pos", "geom_quat", "geom_rbound", "geom_aabb", "geom_contype",
-               "geom_conaffinity", "geom_rgba", "body_mass", "body_inertia", "body_ipos", "body_iquat")
+TOOL_FIELDS = ("geom_size", "geom_pos", "geom_quat", "geom_rbound", "geom_aabb", "geom_rgba", "body_mass",
+               "body_inertia", "body_ipos", "body_iquat")
+# Every model field the task gives per-world values (the warp backend needs them declared).
+PER_WORLD_FIELDS = (*TOOL_FIELDS, "geom_friction", "dof_damping", "actuator_gainprm", "actuator_biasprm")
 
 
 def _look_at(pos: list[float], target: list[float]) -> list[float]:
@@ -144,7 +146,7 @@ class ToolUseTask(Task):
         tool_joint = m.joint("tool_joint").id
         self._tq, self._tv = int(m.jnt_qposadr[tool_joint]), int(m.jnt_dofadr[tool_joint])
         self._tool_body = m.body("tool").id
-        self._tool_geoms = torch.tensor([m.geom("tool_handle").id, m.geom("tool_head").id], device=dev)
+        self._tool_geoms = torch.tensor([m.geom(f"tool_{g}").id for g in tools.GEOMS], device=dev)
         self._palm = m.body(C.PALM_BODY).id
         self._tips = torch.tensor([m.site(s).id for s in C.FINGERTIP_SITES], device=dev)
         self._home = torch.as_tensor(m.key("home").qpos.copy(), device=dev)

@@ -8,9 +8,10 @@ Splits: ``train`` uses the training families with instance indices ``0..n-1``; `
 uses the *same* families with indices from a disjoint range (new instances); and
 ``heldout_family`` uses the family that never appears in training (zero-shot).
 
-Every tool body has exactly two geoms, ``handle`` and ``head`` (a tool without a head has a
-tiny, non-colliding, massless head), so one compiled model can hold a different tool in
-every world through per-world model fields (``tool_fields``).
+Every tool body has exactly three geoms, ``handle_box``, ``handle_cyl`` and ``head``; the
+unused ones are tiny, massless and hidden inside the handle. So one compiled model holds a
+different tool in every world through per-world sizes, poses and inertias (``tool_fields``),
+with geom types and collision classes shared, as MuJoCo Warp requires.
 
 Tool frame: origin at the handle centre, handle along +x, head centred at
 ``x = handle_half_length + head_half[0]``. Sizes are half-sizes in metres.
@@ -151,29 +152,37 @@ def tool_pool(split: str, per_family: int, seed: int = 0) -> list[ToolSpec]:
 _CYL_QUAT = (np.sqrt(0.5), 0.0, np.sqrt(0.5), 0.0)  # rotates the cylinder's z axis onto x
 
 
+GEOMS = ("handle_box", "handle_cyl", "head")
+
+
 def add_tool(
     parent: mujoco.MjsBody, tool: ToolSpec, name: str = "tool", pos: tuple = (0.0, 0.0, 0.0)
 ) -> mujoco.MjsBody:
-    """Add ``tool`` as a free body ``name`` (geoms ``<name>_handle``, ``<name>_head``) under ``parent``."""
+    """Add ``tool`` as a free body ``name`` with geoms ``<name>_handle_box/_handle_cyl/_head``.
+
+    Every tool has the same three geoms (types and collision classes never change, which MuJoCo
+    Warp needs); the ones a tool does not use are tiny, massless and hidden at the handle centre,
+    inside the handle, where nothing can touch them.
+    """
     body = parent.add_body(name=name, pos=list(pos))
     body.add_freejoint(name=f"{name}_joint")
     common = {"contype": C.TOOL_CONTYPE, "conaffinity": C.TOOL_CONAFFINITY, "condim": 3,
               "friction": [1.0, 0.01, 0.0001]}
+    hidden = {"density": 0.0, "rgba": [0, 0, 0, 0]}
+    s = NO_HEAD_HALF
     hx, hy, hz = tool.handle_half
-    if tool.handle_shape == "box":
-        body.add_geom(name=f"{name}_handle", type=mujoco.mjtGeom.mjGEOM_BOX, size=[hx, hy, hz],
-                      density=tool.handle_density, rgba=[0.55, 0.35, 0.2, 1], **common)
-    else:
-        body.add_geom(name=f"{name}_handle", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[hy, hx, 0],
-                      quat=list(_CYL_QUAT), density=tool.handle_density, rgba=[0.55, 0.35, 0.2, 1], **common)
+    wood = {"density": tool.handle_density, "rgba": [0.55, 0.35, 0.2, 1]}
+    box = tool.handle_shape == "box"
+    body.add_geom(name=f"{name}_handle_box", type=mujoco.mjtGeom.mjGEOM_BOX,
+                  size=[hx, hy, hz] if box else [s, s, s], **(wood if box else hidden), **common)
+    body.add_geom(name=f"{name}_handle_cyl", type=mujoco.mjtGeom.mjGEOM_CYLINDER, quat=list(_CYL_QUAT),
+                  size=[s, s, 0] if box else [hy, hx, 0], **(hidden if box else wood), **common)
     if tool.head_half:
         body.add_geom(name=f"{name}_head", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(tool.head_half),
                       pos=[tool.head_center_x, 0, 0], density=tool.head_density, rgba=[0.6, 0.6, 0.65, 1],
                       **common)
     else:
-        s = NO_HEAD_HALF
-        body.add_geom(name=f"{name}_head", type=mujoco.mjtGeom.mjGEOM_BOX, size=[s, s, s], density=0.0,
-                      contype=0, conaffinity=0, rgba=[0, 0, 0, 0])
+        body.add_geom(name=f"{name}_head", type=mujoco.mjtGeom.mjGEOM_BOX, size=[s, s, s], **hidden, **common)
     return body
 
 
@@ -201,20 +210,17 @@ def rest_height(tool: ToolSpec) -> float:
 class ToolFields:
     """Per-tool values of the model fields that differ between tools, from a compiled tool scene.
 
-    Every array has one row per tool: ``geom_*`` are ``(T, 2, ...)`` (handle, head),
+    Every array has one row per tool: ``geom_*`` are ``(T, 3, ...)`` (``GEOMS`` order),
     ``body_*`` are ``(T, ...)``; ``bbox_center``/``bbox_half`` are ``(T, 3)`` in the tool frame;
     ``rest_z`` ``(T,)`` is the height of the tool frame once the tool has settled on the table
     (simulated); ``family`` ``(T,)`` family index.
     """
 
-    geom_type: np.ndarray
     geom_size: np.ndarray
     geom_pos: np.ndarray
     geom_quat: np.ndarray
     geom_rbound: np.ndarray
     geom_aabb: np.ndarray
-    geom_contype: np.ndarray
-    geom_conaffinity: np.ndarray
     geom_rgba: np.ndarray
     body_mass: np.ndarray
     body_inertia: np.ndarray
@@ -234,8 +240,8 @@ def tool_fields(tools: list[ToolSpec]) -> ToolFields:
         d = mujoco.MjData(m)
         mujoco.mj_step(m, d, nstep=int(0.6 / m.opt.timestep))
         b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "tool")
-        g = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, n) for n in ("tool_handle", "tool_head")]
-        for key in ("type", "size", "pos", "quat", "rbound", "aabb", "contype", "conaffinity", "rgba"):
+        g = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"tool_{n}") for n in GEOMS]
+        for key in ("size", "pos", "quat", "rbound", "aabb", "rgba"):
             rows[f"geom_{key}"].append(np.array(getattr(m, f"geom_{key}")[g]))
         for key in ("mass", "inertia", "ipos", "iquat"):
             rows[f"body_{key}"].append(np.array(getattr(m, f"body_{key}")[b]))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 from robotrl.tasks.tool_use.config import ToolUseConfig
-from robotrl.tasks.tool_use.task import ToolUseTask
+from robotrl.tasks.tool_use.task import PER_WORLD_FIELDS, ToolUseTask
 
 
 @pytest.mark.slow
@@ -21,7 +21,7 @@ def test_model_converts_and_steps_in_mujoco_warp(arm):
     data = mujoco.MjData(model)
     mujoco.mj_resetDataKeyframe(model, data, 0)
     with wp.ScopedDevice("cpu"):
-        m = mjw.put_model(model)
+        m = mjw.put_model(model, batch_sizes={name: 2 for name in PER_WORLD_FIELDS})  # all batchable
         d = mjw.put_data(model, data, nworld=2)
         for _ in range(10):
             mjw.step(m, d)
@@ -31,3 +31,10 @@ def test_model_converts_and_steps_in_mujoco_warp(arm):
     mujoco.mj_step(model, ref, nstep=10)
     assert np.isfinite(qpos).all()
     np.testing.assert_allclose(qpos[0], ref.qpos, atol=1e-3)  # same physics as the CPU backend
+
+
+def test_gpu_recipe_declares_every_per_world_field(train_cfg):
+    cfg = train_cfg("task=tool_use_gpu", "sim=warp")
+    assert set(PER_WORLD_FIELDS) <= set(cfg.sim.per_world_fields)
+    assert cfg.sim.backend == "warp" and cfg.sim.num_envs >= 4096
+    assert cfg.policy.actor_hidden == [1024, 1024, 512, 512] and cfg.algo.clip == 0.1 and cfg.algo.num_steps == 16
