@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
+from collections import deque
 from typing import Any
 
 from robotrl.deploy.transport import COMMAND_QOS, SENSOR_QOS, Publisher, Qos, Subscription, Transport
 
 try:
+    from cyclonedds.core import GuardCondition, InstanceState, ReadCondition, SampleState, ViewState, WaitSet
     from cyclonedds.domain import DomainParticipant
     from cyclonedds.pub import DataWriter
     from cyclonedds.qos import Policy
@@ -86,12 +90,26 @@ class _DdsPublisher(Publisher):
 
 
 class _DdsSubscription(Subscription):
-    def __init__(self, reader: DataReader, msg_type: type, depth: int) -> None:
-        self._reader, self._type, self._depth = reader, msg_type, depth
+    """Samples are taken by the transport's receive thread as they arrive, stamped with the
+    monotonic arrival time, and queued (at most ``depth``) until the control loop polls."""
 
-    def take(self) -> list[Any]:
-        # Drops invalid samples (dispose/unregister notifications), which carry no data.
-        return [s for s in self._reader.take(max(self._depth, 1)) if isinstance(s, self._type)]
+    def __init__(self, reader: DataReader, msg_type: type, depth: int) -> None:
+        self._reader, self._type = reader, msg_type
+        self._queue: deque = deque(maxlen=max(depth, 1))
+        self._lock = threading.Lock()
+        self.condition = ReadCondition(reader, ViewState.Any | SampleState.NotRead | InstanceState.Any)
+
+    def drain(self, now: float) -> None:
+        samples = self._reader.take(64, condition=self.condition)
+        with self._lock:
+            # invalid samples (dispose/unregister notifications) carry no data
+            self._queue.extend((now, s) for s in samples if isinstance(s, self._type))
+
+    def take(self) -> list[tuple[float, Any]]:
+        with self._lock:
+            out = list(self._queue)
+            self._queue.clear()
+        return out
 
     def matched(self) -> int:
         return self._reader.get_subscription_matched_status().current_count
@@ -111,6 +129,13 @@ class CycloneTransport(Transport):
         self.domain_id = domain_id
         self.participant = DomainParticipant(domain_id)
         self._topics: dict[str, Topic] = {}
+        self._waitset = WaitSet(self.participant)
+        self._wake = GuardCondition(self.participant)
+        self._waitset.attach(self._wake)
+        self._subs: list[_DdsSubscription] = []
+        self._subs_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closing = False
 
     def _topic(self, topic: str, msg_type: type) -> Topic:
         name = dds_topic_name(topic)
@@ -127,9 +152,31 @@ class CycloneTransport(Transport):
         """A DataReader on ``rt<topic>``."""
         user_data = type_hash_user_data(msg_type.ros_type)
         reader = DataReader(self.participant, self._topic(topic, msg_type), _dds_qos(qos, user_data))
-        return _DdsSubscription(reader, msg_type, qos.depth)
+        sub = _DdsSubscription(reader, msg_type, qos.depth)
+        with self._subs_lock:
+            self._waitset.attach(sub.condition)
+            self._subs.append(sub)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._receive, name="dds-receive", daemon=True)
+            self._thread.start()
+        return sub
+
+    def _receive(self) -> None:
+        """Receive thread: block in the WaitSet (GIL released), stamp and queue arrivals."""
+        while not self._closing:
+            self._waitset.wait(duration(milliseconds=50))
+            now = time.monotonic()
+            with self._subs_lock:
+                subs = list(self._subs)
+            for sub in subs:
+                sub.drain(now)
 
     def close(self) -> None:
-        """Delete the participant and everything it owns."""
+        """Stop the receive thread, then delete the participant and everything it owns."""
+        self._closing = True
+        self._wake.set(True)
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        self._subs.clear()
         self._topics.clear()
         self.participant = None  # the binding deletes the DDS entities when collected

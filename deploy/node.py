@@ -142,13 +142,13 @@ class PolicyNode:
         ingest = {"joint_states": self.state.ingest_joint_state, "imu": self.state.ingest_imu,
                   "odom": self.state.ingest_odom, "cmd_vel": self.state.ingest_cmd_vel}
         for name, sub in self.subs.items():
-            for msg in sub.take():
+            for arrival, msg in sub.take():
                 if self.recorder:
-                    self.recorder.write(self.topic[name], msg, wall_ns)
+                    self.recorder.write(self.topic[name], msg, wall_ns - int((now - arrival) * 1e9))
                 if name in ingest:
-                    ingest[name](msg, now)
+                    ingest[name](msg, arrival)
                 elif name == "estop":
-                    self._estop_seen = now
+                    self._estop_seen = arrival
                     if msg.data:
                         self._estop_pressed = True
                     elif self._estop_pressed and self.chain.mode in (Mode.PASSIVE, Mode.DAMP, Mode.HOLD):
@@ -272,8 +272,8 @@ class PolicyNode:
             while True:
                 self.transport.spin_once()
                 for name in ("joint_states",):
-                    for msg in self.subs[name].take():
-                        self.state.ingest_joint_state(msg, time.monotonic())
+                    for arrival, msg in self.subs[name].take():
+                        self.state.ingest_joint_state(msg, arrival)
                 safe = self.chain._enforce(self.chain.safe_command(self.state, Mode.DAMP), self.state.joint_pos)
                 self.chain.last_command = safe
                 self.cmd_pub.publish(self.output.message(safe, time.time()))

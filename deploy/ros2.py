@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import time
 from collections import deque
 from typing import Any
 
@@ -97,10 +98,12 @@ class _RclpySubscription(Subscription):
     def __init__(self, node: Any, topic: str, msg_type: type, qos: Qos) -> None:
         self._queue: deque = deque(maxlen=max(qos.depth, 1))
         self._node, self._topic = node, topic
-        self._sub = node.create_subscription(ros_class(msg_type.ros_type), topic, self._queue.append, _qos(qos))
+        self._sub = node.create_subscription(ros_class(msg_type.ros_type), topic,
+                                             lambda m: self._queue.append((time.monotonic(), m)), _qos(qos))
 
-    def take(self) -> list[Any]:
-        out = [from_rclpy(m) for m in self._queue]
+    def take(self) -> list[tuple[float, Any]]:
+        # arrival = when spin_once delivered it (rclpy runs callbacks in the control loop)
+        out = [(t, from_rclpy(m)) for t, m in self._queue]
         self._queue.clear()
         return out
 

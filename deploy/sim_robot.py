@@ -180,7 +180,7 @@ class SimRobot:
         last_pub = time.monotonic()
         deadline = start + self.period / max(float(self.params["rate_factor"]), 1e-6)
         while not self.done(start):
-            actions = [a for a in (self._action(m) for m in self.sub_cmd.take()) if a is not None]
+            actions = [a for a in (self._action(m) for _, m in self.sub_cmd.take()) if a is not None]
             now = time.monotonic()
             if self.params["lockstep"]:
                 for action in actions:

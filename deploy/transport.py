@@ -61,8 +61,9 @@ class Subscription(abc.ABC):
     """Receives messages of one type from one topic; polled by the owner."""
 
     @abc.abstractmethod
-    def take(self) -> list[Any]:
-        """All messages received since the last call, oldest first (at most the QoS depth)."""
+    def take(self) -> list[tuple[float, Any]]:
+        """``(arrival time, message)`` pairs received since the last call, oldest first (at most
+        the QoS depth); the arrival time is ``time.monotonic()`` when the middleware delivered it."""
 
     @abc.abstractmethod
     def matched(self) -> int:

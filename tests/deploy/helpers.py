@@ -67,3 +67,98 @@ def stop(proc: subprocess.Popen, timeout: float = 5.0) -> int:
             proc.kill()
             proc.wait()
     return proc.returncode
+
+
+class FakeRobot:
+    """The test side of a real DDS link: publishes robot topics from a thread, collects what comes back.
+
+    ``js_override`` (callable returning a JointState or None) lets a test inject bad messages.
+    """
+
+    def __init__(self, domain: int, joints: list[str], rate_hz: float = 66.7, cmd_topic: str =
+                 "/effort_controller/commands", cmd_type: object = None) -> None:
+        import threading
+
+        from robotrl.deploy import msgs
+        from robotrl.deploy.dds import CycloneTransport
+        from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS
+
+        self.msgs = msgs
+        self.tr = CycloneTransport(domain_id=domain, localhost_only=True)
+        self.joints = list(joints)
+        self.period = 1.0 / rate_hz
+        self.pub_js = self.tr.publisher("/joint_states", msgs.JointState, SENSOR_QOS)
+        self.pub_imu = self.tr.publisher("/imu/data", msgs.Imu, SENSOR_QOS)
+        self.pub_odom = self.tr.publisher("/odom", msgs.Odometry, SENSOR_QOS)
+        self.pub_estop = self.tr.publisher("/robotrl/estop", msgs.Bool, RELIABLE_QOS)
+        self.pub_arm = self.tr.publisher("/robotrl/arm", msgs.Bool, RELIABLE_QOS)
+        self.sub_status = self.tr.subscription("/robotrl/status", msgs.DiagnosticArray, RELIABLE_QOS)
+        self.sub_cmd = self.tr.subscription(cmd_topic, cmd_type or msgs.Float64MultiArray, RELIABLE_QOS)
+        self.position = [0.0] * len(joints)
+        self.velocity = [0.0] * len(joints)
+        self.send_js = True
+        self.heartbeat = False
+        self.injections: list = []
+        self.last_js_sent = 0.0
+        self.statuses: list[tuple[float, dict]] = []
+        self.commands: list[tuple[float, list[float]]] = []
+        self._run = True
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        m = self.msgs
+        next_t = time.monotonic()
+        while self._run:
+            now = time.monotonic()
+            if now >= next_t:
+                next_t += self.period
+                if self.send_js:
+                    self.pub_js.publish(m.JointState(name=self.joints, position=list(self.position),
+                                                     velocity=list(self.velocity), effort=[]))
+                    self.last_js_sent = now
+                with self._lock:
+                    injections, self.injections = self.injections, []
+                for msg in injections:
+                    self.pub_js.publish(msg)
+                self.pub_imu.publish(m.Imu(orientation=m.Quaternion(w=1.0)))
+                odom = m.Odometry()
+                odom.pose.pose.position.z = 1.3
+                self.pub_odom.publish(odom)
+                if self.heartbeat:
+                    self.pub_estop.publish(m.Bool(data=False))
+            for t, s in self.sub_status.take():
+                self.statuses.append((t, {kv.key: kv.value for kv in s.status[0].values}))
+            for t, c in self.sub_cmd.take():
+                self.commands.append((t, list(getattr(c, "data", None) or c.points[0].positions)))
+            time.sleep(0.001)
+
+    def inject(self, msg: object) -> None:
+        """Publish ``msg`` on /joint_states at the next period."""
+        with self._lock:
+            self.injections.append(msg)
+
+    def arm(self) -> None:
+        """Send an arm request."""
+        self.pub_arm.publish(self.msgs.Bool(data=True))
+
+    def latest(self) -> dict:
+        """The newest status values (empty before the first)."""
+        return self.statuses[-1][1] if self.statuses else {}
+
+    def wait_for(self, predicate, timeout: float = 10.0) -> dict:
+        """Poll statuses until ``predicate(values)``; returns those values or raises AssertionError."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for _, values in list(self.statuses):
+                if predicate(values):
+                    return values
+            time.sleep(0.01)
+        raise AssertionError(f"condition not met within {timeout}s; last status: {self.latest()}")
+
+    def close(self) -> None:
+        """Stop the thread and the participant."""
+        self._run = False
+        self._thread.join(2)
+        self.tr.close()
