@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from robotrl.policies.offpolicy import ChunkPolicy, TanhGaussianActor
+from robotrl.policies.offpolicy import ChunkPolicy, ResidualActor, TanhGaussianActor
 
 EXECUTIONS = ("ensemble", "open_loop")
 
@@ -144,12 +144,113 @@ class ChunkExecutor(FrozenPolicy):
         return action
 
 
-def chunk_policy_from_meta(meta: dict[str, Any]) -> ChunkPolicy:
-    """Untrained ``ChunkPolicy`` with the shapes recorded in a BC checkpoint's ``meta["policy"]``."""
+class ChunkInference(nn.Module):
+    """A ``ChunkPolicy`` replanned every step (first action of each chunk), for ``robotrl eval``.
+
+    Stateless, so it needs no episode-reset hook; ``ChunkExecutor`` is the chunked execution.
+    """
+
+    def __init__(self, policy: ChunkPolicy) -> None:
+        super().__init__()
+        self.policy = policy
+        self.action_dim = policy.action_dim
+
+    def act_inference(self, obs: torch.Tensor) -> torch.Tensor:
+        """``(B, A)`` first action of the predicted chunk."""
+        return self.policy(obs)[:, 0]
+
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Deterministic action and zero log-probabilities (BC has no action distribution)."""
+        action = self.act_inference(obs)
+        return action, action.new_zeros(action.shape[0])
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Same as ``act_inference``."""
+        return self.act_inference(obs)
+
+
+class ResidualPolicy(nn.Module):
+    """Base policy plus ResFiT residual in one module, for ``robotrl eval``: ``(B, P) -> (B, A)``.
+
+    The base is queried statelessly (a chunked base replans every step here).
+    """
+
+    def __init__(self, actor: ResidualActor, base: nn.Module | None) -> None:
+        super().__init__()
+        self.actor, self.base = actor, base
+        self.action_dim = actor.action_dim
+
+    def act_inference(self, obs: torch.Tensor) -> torch.Tensor:
+        """Composed action ``clip(a_base + s * tanh(f([obs, a_base])), -1, 1)``."""
+        if self.base is None:
+            base = obs.new_zeros(obs.shape[0], self.action_dim)
+        else:
+            base = self.base.act_inference(obs)
+        return self.actor(torch.cat([obs, base], dim=1))
+
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Deterministic action and zero log-probabilities (TD3 actors are deterministic)."""
+        action = self.act_inference(obs)
+        return action, action.new_zeros(action.shape[0])
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Same as ``act_inference``."""
+        return self.act_inference(obs)
+
+
+def module_from_meta(
+    p: dict[str, Any], weights: dict[str, torch.Tensor], device: torch.device | str
+) -> nn.Module:
+    """The trained network described by a checkpoint's ``meta["policy"]`` ``p``, with ``weights`` loaded.
+
+    Kinds: ``actor_critic`` (PPO), ``tanh_gaussian`` (SAC), ``chunk`` (BC, as a raw ``ChunkPolicy``).
+
+    Raises:
+        ValueError: an unknown kind.
+
+    """
+    kind = p.get("kind", "actor_critic")
+    if kind == "chunk":
+        net: nn.Module = ChunkPolicy(
+            p["obs_dim"], p["action_dim"], p["chunk"], list(p["hidden"]), p.get("activation", "relu")
+        )
+    elif kind == "tanh_gaussian":
+        net = TanhGaussianActor(p["obs_dim"], p["action_dim"], list(p["hidden"]), p["normalize_obs"])
+    elif kind == "actor_critic":
+        from robotrl.policies.mlp import ActorCritic, PolicyConfig
+
+        net = ActorCritic(p["obs_dim"], p["critic_dim"], p["action_dim"], PolicyConfig(**p["config"]))
+    else:
+        raise ValueError(
+            f"Unknown policy kind {kind!r}; valid: actor_critic, tanh_gaussian, chunk, residual."
+        )
+    net = net.to(device)
+    net.load_state_dict(weights)
+    return net.eval()
+
+
+def eval_module(
+    tensors: dict[str, torch.Tensor], meta: dict[str, Any], device: torch.device | str = "cpu"
+) -> nn.Module:
+    """A module with ``act_inference(obs)`` and ``act(obs)`` for any off-policy/BC checkpoint.
+
+    Residual checkpoints carry their base (``meta["base_policy"]``, tensors ``base.*``).
+    """
+    from robotrl.runners.checkpoint import strip
+
     p = meta["policy"]
-    return ChunkPolicy(
-        p["obs_dim"], p["action_dim"], p["chunk"], list(p["hidden"]), p.get("activation", "relu")
-    )
+    if p["kind"] == "residual":
+        actor = ResidualActor(
+            p["obs_dim"], p["action_dim"], list(p["hidden"]), p["scale"], p["normalize_obs"]
+        )
+        actor.load_state_dict(strip(tensors, "policy"))
+        base = None
+        if meta.get("base_policy"):
+            base = module_from_meta(meta["base_policy"], strip(tensors, "base"), device)
+            base = ChunkInference(base) if isinstance(base, ChunkPolicy) else base
+        return ResidualPolicy(actor.to(device), base).eval()
+    net = module_from_meta(p, strip(tensors, "policy"), device)
+    return ChunkInference(net).eval() if isinstance(net, ChunkPolicy) else net
 
 
 def load_frozen(
@@ -166,35 +267,24 @@ def load_frozen(
     Returns:
         ``(policy, meta)`` with the checkpoint's metadata.
 
+    Raises:
+        ValueError: the checkpoint holds a residual policy (not a base).
+
     """
-    from robotrl.policies.io import policy_from_meta
     from robotrl.runners.checkpoint import load_checkpoint, strip
 
     tensors, meta = load_checkpoint(path, device=device)
-    kind = meta.get("policy", {}).get("kind", "actor_critic")
-    weights = strip(tensors, "policy")
-    if kind == "chunk":
-        net = chunk_policy_from_meta(meta).to(device)
-        net.load_state_dict(weights)
-        p = meta["policy"]
+    p = meta.get("policy", {})
+    if p.get("kind") == "residual":
+        raise ValueError(
+            f"Checkpoint {path!r} holds a residual policy; use a BC (algo=bc), PPO or SAC checkpoint."
+        )
+    net = module_from_meta(p, strip(tensors, "policy"), device)
+    if isinstance(net, ChunkPolicy):
         return ChunkExecutor(
             net, num_envs, execution or p.get("execution", "ensemble"), p.get("ensemble_decay", 0.01)
         ), meta
-    if kind == "tanh_gaussian":
-        p = meta["policy"]
-        actor = TanhGaussianActor(p["obs_dim"], p["action_dim"], list(p["hidden"]), p["normalize_obs"]).to(
-            device
-        )
-        actor.load_state_dict(weights)
-        return ModulePolicy(actor, p["action_dim"]), meta
-    if kind == "actor_critic":
-        ac = policy_from_meta(meta).to(device)
-        ac.load_state_dict(weights)
-        return ModulePolicy(ac, ac.action_dim), meta
-    raise ValueError(
-        f"Checkpoint {path!r} holds a {kind!r} policy, which cannot be a frozen base; "
-        "use a BC (algo=bc), PPO or SAC checkpoint."
-    )
+    return ModulePolicy(net, p["action_dim"]), meta
 
 
 def ensemble_weights(chunk: int, decay: float) -> torch.Tensor:

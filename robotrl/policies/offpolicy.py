@@ -118,6 +118,10 @@ class TanhGaussianActor(nn.Module):
         u = mean + log_std.exp() * torch.randn_like(mean)
         return torch.tanh(u), tanh_gaussian_log_prob(mean, log_std, u)
 
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Same as ``sample`` (the ``ActorCritic.act`` interface ``robotrl eval`` uses)."""
+        return self.sample(obs)
+
     def act_inference(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic ``(B, A)`` action ``tanh(mu(s))``."""
         return torch.tanh(self._stats(obs)[0])

@@ -23,8 +23,8 @@ from omegaconf import OmegaConf
 from robotrl.algos.base import Algorithm
 from robotrl.envs.base import VecEnv
 from robotrl.logging import MetricsLogger, TrainProgress
-from robotrl.policies.frozen import FrozenPolicy, load_frozen
-from robotrl.runners.checkpoint import load_checkpoint, save_checkpoint
+from robotrl.policies.frozen import ChunkExecutor, FrozenPolicy, load_frozen
+from robotrl.runners.checkpoint import load_checkpoint, prefixed, save_checkpoint
 from robotrl.runners.on_policy import EpisodeStats, config_hash
 
 log = logging.getLogger(__name__)
@@ -104,6 +104,8 @@ class OffPolicyRunner:
         self.task_env = env
         self.env: VecEnv = env
         self.base_path = ""
+        self.base_module: torch.nn.Module | None = None
+        self.base_meta: dict[str, Any] = {}
         self.algo: Algorithm = self._build_algo(cfg.algo)
         self.iteration = 0
         self.env_steps = 0
@@ -137,8 +139,10 @@ class OffPolicyRunner:
         episodes, _ = read_demos(dataset, success_only=True)
         bc_cfg = BCConfig(dataset=dataset, execution=acfg.base_execution or "ensemble")
         bc = BC(episodes, bc_cfg, self.env.device, num_envs=self.env.num_envs, seed=self.cfg.seed)
+        stats = {"loss/bc": float("nan")}
         for _ in range(acfg.bc_iterations):
             stats = bc.update()
+        self.base_module, self.base_meta = bc.policy, bc.policy_meta()
         log.info(
             "fitted a BC base on %s (%d demos): final loss %.4f", dataset, len(episodes), stats["loss/bc"]
         )
@@ -155,7 +159,11 @@ class OffPolicyRunner:
         if base_path and is_dataset(base_path):
             base = self._fit_bc_base(base_path, acfg)
         elif base_path:
-            base, _ = load_frozen(base_path, self.env.num_envs, self.env.device, acfg.base_execution or None)
+            base, base_ckpt = load_frozen(
+                base_path, self.env.num_envs, self.env.device, acfg.base_execution or None
+            )
+            self.base_module = base.policy if isinstance(base, ChunkExecutor) else base.module  # type: ignore
+            self.base_meta = base_ckpt["policy"]
         self.base_path = base_path
         self.env = BaseActionEnv(self.task_env, base, acfg.reward)
         demos_path = acfg.demos or (base_path if base_path and is_dataset(base_path) else "")
@@ -194,6 +202,7 @@ class OffPolicyRunner:
             "policy": self.algo.policy_meta(),  # type: ignore[attr-defined]
             "algo": self.cfg.algo.name,
             "base": self.base_path,
+            "base_policy": self.base_meta,
             "step_dt": self.env.step_dt,
             "config_yaml": self.config_yaml,
             "config_hash": config_hash(self.config_yaml),
@@ -212,6 +221,8 @@ class OffPolicyRunner:
     def save(self) -> Path:
         """Atomically write a checkpoint of the current iteration (the replay is not saved)."""
         tensors = {**self.algo.state_tensors(), "rng.torch": torch.get_rng_state()}
+        if self.base_module is not None:
+            tensors.update(prefixed(self.base_module.state_dict(), "base"))
         gen = getattr(self.task_env, "gen", None)
         if gen is not None:
             tensors["rng.env"] = gen.get_state()
