@@ -6,7 +6,8 @@ policy joint, or values far outside the limits is dropped and counted under
 ``rejected[reason]``; it never raises. Freshness is the monotonic receive time.
 
 ``build_observation`` evaluates the spec's ``obs_terms`` (written by ``robotrl export``
-from the task's deploy hook): each slice is ``(source - offset) * scale``. Sources:
+from the task's deploy hook): each slice is ``(source - offset) * scale``; a per-joint
+term may name its ``joints`` order (else the policy's ``joint_names`` order). Sources:
 
 ==================  ===========================================================
 base_height         ``odom.pose.pose.position.z``
@@ -63,6 +64,7 @@ class RobotState:
         if missing:
             raise ValueError(f"Robot profile lacks the policy's joints {missing}; add them to joints.names.")
         self.policy_joints = list(policy_joints)
+        self.index = {n: i for i, n in enumerate(self.policy_joints)}
         self.known = set(profile_joints)
         index = {n: i for i, n in enumerate(profile_joints)}
         order = [index[n] for n in policy_joints]
@@ -161,6 +163,7 @@ def required_inputs(obs_terms: list[dict[str, Any]]) -> list[str]:
         ValueError: for a term whose source this runtime does not provide.
     """
     bad = [t["source"] for t in obs_terms if t["source"] not in SOURCES]
+    bad += [f"{t['name']}.joints" for t in obs_terms if t.get("joints") is not None and len(t["joints"]) != t["size"]]
     if bad:
         raise ValueError(f"Policy spec asks for observation sources {bad}; this runtime provides {SOURCES}.")
     needed = {"joint_states"} | {NEEDS[t["source"]] for t in obs_terms if t["source"] in NEEDS}
@@ -184,6 +187,8 @@ def build_observation(obs_terms: list[dict[str, Any]], state: RobotState, last_a
     parts = []
     for term in obs_terms:
         raw = np.asarray(values[term["source"]], dtype=np.float64)
+        if term.get("joints") is not None:  # per-joint source in another joint order than the policy's
+            raw = raw[[state.index[n] for n in term["joints"]]]
         if raw.shape != (term["size"],):
             raise ValueError(f"obs term {term['name']!r} expects {term['size']} values, source "
                              f"{term['source']!r} gives {raw.shape[0]}.")

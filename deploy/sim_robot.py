@@ -69,6 +69,7 @@ class SimRobot:
         if params["episode_length_s"]:
             values["episode_length_s"] = float(params["episode_length_s"])
         self.env = TaskEnv(config_class(name)(**values), SimConfig(num_envs=1), seed=int(params["seed"]))
+        self.env.reset()  # as an in-process rollout does: same seed, same first episode
         self.task, self.torch = self.env.task, torch
         model = self.env.sim.model
         self.joints = self.task.joint_names

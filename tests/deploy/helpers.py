@@ -27,6 +27,8 @@ def make_humanoid_checkpoint(root: Path, seed: int = 0, steps: int = 40) -> Path
     env = TaskEnv(cfg, SimConfig(num_envs=4), seed=seed)
     dims = env.obs_dims
     policy = ActorCritic(dims["policy"], dims["critic"], env.num_actions, PolicyConfig(init_std=0.5))
+    # the default last-layer gain (0.01) gives near-zero actions; a rollout test needs actions that matter
+    torch.nn.init.orthogonal_(policy.actor[-1].weight, gain=1.0)
     obs = env.reset()
     for _ in range(steps):
         policy.update_normalizers(obs["policy"], obs["critic"])
