@@ -87,6 +87,7 @@ def main() -> None:
     p.add_argument("--arms", nargs="+", default=["kuka_iiwa", "floating"])
     p.add_argument("--out", default=RESULTS)
     p.add_argument("--train-run", default="", help="run dir of a tool_use training run to summarize")
+    p.add_argument("--train-note", default="", help="how that run was made (command line), stored beside it")
     args = p.parse_args()
     torch.set_num_threads(args.torch_threads)
     results: dict[str, object] = {}
@@ -105,6 +106,7 @@ def main() -> None:
         for key, value in learning.items():
             print(f"{key:<48} {value}")
         results.update(learning)
+        results["cpu_train_command"] = args.train_note or f"(run dir {args.train_run})"
     load1 = os.getloadavg()[0]
     results.update({
         "cpu_machine": platform.processor() or platform.machine(),
