@@ -1,0 +1,134 @@
+"""Launch files, validated without ROS as DEPLOY.md describes.
+
+1. Every tag and attribute is one that launch_xml / launch_ros accept.
+2. Every ``$(var x)`` names a declared ``arg``; every executable is a console script of this
+   package; every parameter file and included file exists and holds ``/**: ros__parameters:``.
+3. Every node's command runs, with the ``--ros-args -r __node:=... --params-file ...`` tail that a
+   launch ``Node`` appends, and exits 0.
+"""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.deploy.helpers import REPO, free_domain
+
+LAUNCH = REPO / "launch"
+FILES = sorted(LAUNCH.glob("*.launch.xml"))
+# tags and attributes of launch_xml (launch) and launch_ros frontends (Humble..Jazzy)
+ALLOWED = {
+    "launch": {"version"},
+    "arg": {"name", "default", "description", "value"},  # value: inside <include>
+    "let": {"name", "value"},
+    "node": {"pkg", "exec", "name", "namespace", "output", "args", "respawn", "respawn_delay", "ros_args",
+             "launch-prefix", "if", "unless", "exec_name", "emulate_tty"},
+    "param": {"name", "value", "from", "sep", "type"},
+    "remap": {"from", "to"},
+    "include": {"file", "if", "unless"},
+    "executable": {"cmd", "cwd", "name", "args", "shell", "output", "launch-prefix", "sigterm_timeout",
+                   "sigkill_timeout", "emulate_tty", "if", "unless"},
+    "group": {"scoped", "if", "unless", "forwarding"},
+    "set_env": {"name", "value"},
+    "env": {"name", "value"},
+    "push-ros-namespace": {"namespace"},
+    "set_parameter": {"name", "value"},
+}
+SUBST = re.compile(r"\$\((\w[\w-]*)\s*([^)]*)\)")
+
+
+def scripts() -> dict[str, str]:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+
+
+def resolve(text: str, args: dict[str, str], here: Path) -> str:
+    def sub(m: re.Match) -> str:
+        kind, rest = m.group(1), m.group(2).strip()
+        if kind == "var":
+            assert rest in args, f"$(var {rest}) is not a declared arg (declared: {sorted(args)})"
+            return args[rest]
+        if kind == "dirname":
+            return str(here)
+        if kind == "env":
+            name, *default = rest.split()
+            return os.environ.get(name, default[0] if default else "")
+        raise AssertionError(f"substitution $({kind}) is not handled by this validator")
+
+    return SUBST.sub(sub, text)
+
+
+def walk(path: Path, given: dict[str, str]) -> list[dict]:
+    """Validate ``path``; return the nodes it (and its includes) would start, fully resolved."""
+    root = ET.parse(path).getroot()
+    assert root.tag == "launch"
+    args: dict[str, str] = {}
+    nodes: list[dict] = []
+    for el in root.iter():
+        assert el.tag in ALLOWED, f"{path.name}: unknown tag <{el.tag}>"
+        extra = set(el.attrib) - ALLOWED[el.tag]
+        assert not extra, f"{path.name}: <{el.tag}> has unknown attributes {extra}"
+    for el in root:
+        if el.tag == "arg":
+            default = el.get("default")
+            args[el.get("name")] = given.get(el.get("name"),
+                                             resolve(default, args, path.parent) if default is not None else None)
+        elif el.tag == "node":
+            assert el.get("pkg") is None, "pip console scripts are not in the ament index: use exec without pkg"
+            assert el.get("exec") in scripts(), f"{el.get('exec')} is not a console script of robotrl"
+            params = [resolve(p.get("from"), args, path.parent) for p in el.findall("param") if p.get("from")]
+            for p in params:
+                assert Path(p).is_file(), f"{path.name}: parameter file {p} does not exist"
+                assert "ros__parameters" in yaml.safe_load(Path(p).read_text())["/**"]
+            nodes.append({"exec": el.get("exec"), "name": el.get("name"),
+                          "args": shlex.split(resolve(el.get("args", ""), args, path.parent)), "params": params})
+        elif el.tag == "include":
+            inner = Path(resolve(el.get("file"), args, path.parent))
+            assert inner.is_file(), f"{path.name}: included {inner} does not exist"
+            passed = {a.get("name"): resolve(a.get("value"), args, path.parent) for a in el.findall("arg")}
+            nodes += walk(inner, passed)
+    missing = [k for k, v in args.items() if v is None]
+    assert not missing, f"{path.name}: args without a value: {missing}"
+    return nodes
+
+
+def test_launch_files_exist():
+    assert {f.name for f in FILES} == {"robot.launch.xml", "sim_robot.launch.xml"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_launch_file_is_valid(path):
+    nodes = walk(path, {"policy": "/tmp/policy.json"})
+    assert "robotrl-deploy" in [n["exec"] for n in nodes]
+
+
+def test_unknown_attribute_is_caught(tmp_path):
+    bad = tmp_path / "bad.launch.xml"
+    bad.write_text('<launch><node exec="robotrl-deploy" nmae="x"/></launch>')
+    with pytest.raises(AssertionError, match="unknown attributes"):
+        walk(bad, {})
+
+
+def test_sim_launch_commands_run_with_ros_tail(humanoid_export, tmp_path):
+    nodes = walk(LAUNCH / "sim_robot.launch.xml", {"policy": str(humanoid_export[2]),
+                                                    "record_dir": str(tmp_path / "bags")})
+    env = {**os.environ, "ROS_DOMAIN_ID": str(free_domain())}
+    procs = []
+    for n in nodes:
+        module = scripts()[n["exec"]].split(":")[0]
+        tail = ["--ros-args", "-r", f"__node:={n['name']}"]
+        for p in n["params"]:
+            tail += ["--params-file", p]
+        tail += ["-p", "duration_s:=4.0", "-p", "transport:=cyclonedds"]
+        procs.append(subprocess.Popen([sys.executable, "-m", module, *n["args"], *tail], env=env, cwd=REPO,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for proc in procs:
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, out[-3000:]
+    assert list((tmp_path / "bags").iterdir()), "the node armed and recorded nothing"
