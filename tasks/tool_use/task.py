@@ -225,7 +225,8 @@ class ToolUseTask(Task):
         self.spawn_quat[ids] = quat_from_axis_angle(torch.tensor([0.0, 0, 1], device=dev).expand(k, 3), yaw)
         qpos = self._home.expand(k, -1).clone()
         hand_q = self._qadr[self._na:]
-        qpos[:, hand_q] += uniform(-0.05, 0.05, (k, hand_q.numel()), gen, dev).to(qpos.dtype)
+        noise = uniform(-0.05, 0.05, (k, hand_q.numel()), gen, dev)
+        qpos[:, hand_q] = (qpos[:, hand_q].float() + noise).clamp(self.lo[self._na:], self.hi[self._na:]).to(qpos.dtype)
         qpos[:, self._tq:self._tq + 3] = self.spawn_pos[ids].to(qpos.dtype)
         qpos[:, self._tq + 3:self._tq + 7] = self.spawn_quat[ids].to(qpos.dtype)
         self.sim.reset(ids, qpos, torch.zeros(k, self.qvel.shape[1], device=dev))
@@ -478,8 +479,7 @@ class ToolUseTask(Task):
         return {"goals_reached": self.goals_reached.float(), "dropped": self.dropped.float(),
                 "lifted": self.lifted.float(), "reached": self.reached.float(),
                 "curriculum_stage": torch.full((self.num_envs,), float(self.stage), device=self.device),
-                "goal_pos_err": pos_err, "goal_rot_err": rot_err,
-                "tool_family": self.pool_fields["family"][self.tool_id].float()}
+                "goal_pos_err": pos_err, "goal_rot_err": rot_err}
 
     def trace(self) -> dict[str, torch.Tensor]:
         """Per-step goal errors, tool height and flags for ``robotrl eval`` plots."""
