@@ -111,7 +111,6 @@ class PPO(Algorithm):
             **self._pending, rewards=reward, dones=terminated | truncated,
             truncated=truncated & ~terminated, final_values=final_values,
         )
-        self.policy.update_normalizers(self._pending["obs"], self._pending["critic_obs"])
 
     def ready(self) -> bool:
         """True when the rollout horizon is full."""
@@ -153,6 +152,9 @@ class PPO(Algorithm):
             totals["loss/entropy"] += entropy.item()
             totals["kl"] += kl
             n += 1
+        # Normalizer statistics move only between iterations: during the rollout and the
+        # update they are fixed, so stored log-probs and values match what the update sees.
+        self.policy.update_normalizers(s.obs.flatten(0, 1), s.critic_obs.flatten(0, 1))
         s.clear()
         stats = {k: v / max(n, 1) for k, v in totals.items()}
         stats["lr"] = self.lr
