@@ -114,7 +114,8 @@ class ToolUseTask(Task):
     def obs_layout(self) -> list[tuple[str, int]]:
         """Policy observation slices."""
         a = self.action_dim
-        return [("keypoints_rel_palm", 24), ("keypoints_rel_goal", 24), ("tool_scale", 3), ("joint_pos", a),
+        return [("keypoints_rel_palm", 24), ("keypoints_rel_goal", 24), ("tool_scale", 3), ("fingertips_rel_tool", 12),
+                ("joint_pos", a),
                 ("joint_vel", a), ("palm_pos", 3), ("palm_quat", 4), ("prev_targets", a), ("lifted", 1)]
 
     def action_spec(self) -> dict[str, object]:
@@ -427,6 +428,7 @@ class ToolUseTask(Task):
             (kp - palm_pos[:, None]).flatten(1),
             (kp - goal_kp).flatten(1),
             self.bbox_half * 10.0,
+            (self.site_xpos[:, self._tips].float() - pose[:, None, :3]).flatten(1),
             2 * (self.qpos[:, self._qadr].float() - self.lo) / span - 1,
             self.qvel[:, self._dadr].float() * 0.1,
             palm_pos - torch.tensor(C.PALM_HOME_POS, device=self.device),

@@ -216,6 +216,9 @@ def test_observation_delay_and_object_pose_delay():
     qpos[:, task._tq + 2] += 0.2
     task.sim.reset(torch.arange(4), qpos, torch.zeros_like(task.qvel))
     p = env.obs_dims["policy"]
+    names = [name for name, size in task.obs_layout() for _ in range(size)]
+    assert names[:24] == ["keypoints_rel_palm"] * 24 and names[51:63] == ["fingertips_rel_tool"] * 12
+    assert "fingertips_rel_tool" not in names[63:]  # from index 63 on, nothing depends on the tool pose
     true_obs, poses, palms, seen = [], [], [], []
     gen = torch.Generator().manual_seed(0)
     for _ in range(8):
@@ -228,7 +231,7 @@ def test_observation_delay_and_object_pose_delay():
     assert torch.allclose(task._observed_pose(), poses[-4])  # the tool pose the policy sees lags 3 steps
     for t in range(5, 8):
         # proprioception and the rest lag 2 steps (the whole observation is delayed) ...
-        assert torch.allclose(seen[t][:, 48:], true_obs[t - 2][:, 48:], atol=1e-6)
+        assert torch.allclose(seen[t][:, 63:], true_obs[t - 2][:, 63:], atol=1e-6)
         # ... and the keypoints come from the tool pose 3 steps before that observation
         kp = R.to_world(poses[t - 5][:, :3], poses[t - 5][:, 3:], task.kp_local)
         assert torch.allclose(seen[t][:, :24], (kp - palms[t - 2][:, None]).flatten(1), atol=1e-5)
