@@ -37,6 +37,8 @@ class OnnxPolicy:
             raise ValueError(f"{self.spec['onnx_path']} takes {shape[-1]} observations, its spec says "
                              f"{self.spec['obs_dim']}; re-export the policy.")
 
+        self(np.zeros(self.spec["obs_dim"], dtype=np.float32))  # the first run is slow: not in the loop
+
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """Run one observation ``(P,)`` (or a batch ``(B, P)``)."""
         x = np.asarray(obs, dtype=np.float32)

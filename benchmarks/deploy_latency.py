@@ -1,0 +1,170 @@
+"""Deploy latency: observation -> command over Cyclone DDS on loopback, policy node at 50 Hz.
+
+    python benchmarks/deploy_latency.py [--seconds 60] [--sensor-hz 200] [--policy export/policy.json]
+
+A real ``robotrl-deploy`` process (humanoid-sized MLP in onnxruntime, full safety chain,
+forward_command output, status/debug topics, no recording) runs against this process, which
+plays the robot: it publishes JointState, Imu and Odometry at ``--sensor-hz`` and stamps each
+command on arrival (receive thread, monotonic clock; both processes share the host clock).
+
+* ``latency``: command arrival at the robot minus the node's wake-up for that period, i.e. the
+  latency the deploy stack adds between reading the newest observation and the command
+  reaching the controller (wake-up, input drain, observation, ONNX, safety chain, serialization,
+  DDS loopback transit). Sensor age at wake-up is reported apart (``obs_age``, set by the
+  sensor rate, not by the stack).
+* ``jitter``: wake-up minus the absolute deadline. ``missed_periods``: periods the node skipped
+  because it woke a full period late.
+
+Without ``--policy`` an untrained humanoid policy (same network size as training's default) is
+exported to a temporary directory. Results: ``benchmarks/results/deploy_latency.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.common import save, table  # noqa: E402
+
+
+def make_policy(tmp: Path) -> Path:
+    import torch
+
+    from robotrl.envs.task_env import TaskEnv
+    from robotrl.export.onnx import export_policy
+    from robotrl.policies.mlp import ActorCritic, PolicyConfig
+    from robotrl.runners.checkpoint import prefixed, save_checkpoint
+    from robotrl.sim.backend import SimConfig
+    from robotrl.tasks.humanoid.config import HumanoidConfig
+
+    cfg = HumanoidConfig()
+    env = TaskEnv(cfg, SimConfig(num_envs=1))
+    d = env.obs_dims
+    policy = ActorCritic(d["policy"], d["critic"], env.num_actions, PolicyConfig())
+    task = env.task
+    meta = {"task": {"name": "humanoid", "config": asdict(cfg)},
+            "policy": {"obs_dim": policy.obs_dim, "critic_dim": policy.critic_dim, "action_dim": policy.action_dim,
+                       "config": asdict(policy.cfg)},
+            "obs_layout": [list(x) for x in task.obs_layout()], "joint_names": task.joint_names,
+            "action_spec": task.action_spec(), "step_dt": env.step_dt, "config_yaml": "", "config_hash": "bench",
+            "env_steps": 0}
+    save_checkpoint(tmp / "run" / "checkpoints", 0, prefixed(policy.state_dict(), "policy"), meta)
+    torch.set_num_threads(1)
+    return export_policy(str(tmp / "run"), str(tmp / "export"))[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--sensor-hz", type=float, default=200.0)
+    ap.add_argument("--rate-hz", type=float, default=50.0)
+    ap.add_argument("--policy", default="")
+    ap.add_argument("--domain", type=int, default=231)
+    ap.add_argument("--tag", default="", help="prefix the saved keys (e.g. no_rt) and merge into the existing JSON")
+    ap.add_argument("--rt-priority", type=int, default=0,
+                    help="SCHED_FIFO priority of the node and of this robot-side process (0: off)")
+    args = ap.parse_args()
+    if args.seconds > 60:
+        ap.error("--seconds is capped at 60 on this shared machine")
+
+    from robotrl.deploy import msgs
+    from robotrl.deploy.dds import CycloneTransport
+    from robotrl.deploy.profile import profile_path
+    from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS
+
+    tmp = Path(tempfile.mkdtemp(prefix="deploy_latency_"))
+    spec = Path(args.policy) if args.policy else make_policy(tmp)
+    prof = yaml.safe_load(profile_path("humanoid_sim").read_text())
+    prof["rate_hz"] = args.rate_hz
+    (tmp / "robot.yaml").write_text(yaml.safe_dump(prof))
+    joints = prof["joints"]["names"]
+
+    if args.rt_priority > 0:  # the robot side too (a ros2_control loop runs real-time); threads inherit it
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
+    tr = CycloneTransport(domain_id=args.domain, localhost_only=True)
+    pubs = {"js": tr.publisher("/joint_states", msgs.JointState, SENSOR_QOS),
+            "imu": tr.publisher("/imu/data", msgs.Imu, SENSOR_QOS),
+            "odom": tr.publisher("/odom", msgs.Odometry, SENSOR_QOS)}
+    cmd_sub = tr.subscription(prof["output"]["topic"], msgs.Float64MultiArray, RELIABLE_QOS)
+    timing_sub = tr.subscription("/robotrl/timing", msgs.Float64MultiArray, RELIABLE_QOS)
+    env = {**os.environ, "ROS_DOMAIN_ID": str(args.domain)}
+    node = subprocess.Popen([sys.executable, "-m", "robotrl.deploy.node", f"policy:={spec}",
+                             f"robot:={tmp / 'robot.yaml'}", "transport:=cyclonedds", "localhost_only:=true",
+                             "log_level:=ERROR", f"rt_priority:={args.rt_priority}"], env=env)
+    commands, timings = [], []
+    period = 1.0 / args.sensor_hz
+    rng = np.random.default_rng(0)
+    odom = msgs.Odometry()
+    odom.pose.pose.position.z = 1.3
+    start = None
+    next_t = time.monotonic()
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= next_t:
+                next_t += period
+                pubs["js"].publish(msgs.JointState(name=joints, position=(rng.normal(size=17) * 0.05).tolist(),
+                                                   velocity=(rng.normal(size=17) * 0.5).tolist()))
+                pubs["imu"].publish(msgs.Imu(orientation=msgs.Quaternion(w=1.0)))
+                pubs["odom"].publish(odom)
+            commands += [t for t, _ in cmd_sub.take()]
+            timings += [m.data for _, m in timing_sub.take()]
+            if start is None and commands:
+                start = commands[0]  # measure from the first command on (node armed)
+            if start is not None and time.monotonic() - start >= args.seconds:
+                break
+            if node.poll() is not None:
+                raise RuntimeError(f"robotrl-deploy exited with {node.returncode}")
+            time.sleep(max(0.0, min(0.0005, next_t - time.monotonic())))
+    finally:
+        stop_at = time.monotonic()
+        node.send_signal(2)
+        node.wait(10)
+    time.sleep(0.1)
+    timings += [m.data for _, m in timing_sub.take()]  # commands after SIGINT are the shutdown's DAMP: not counted
+    tr.close()
+
+    t = np.asarray([row for row in timings if np.isfinite(row[3])])  # periods that published a command
+    t = t[np.argsort(t[:, 3])]
+    published = t[:, 3]
+    arrivals = np.asarray([c for c in commands if c < stop_at])
+    idx = np.searchsorted(published, arrivals, side="right") - 1  # the tick that sent each command
+    ok = idx >= 0
+    latency = (arrivals[ok] - t[idx[ok], 2]) * 1e3
+    if os.environ.get("DEPLOY_LATENCY_DEBUG"):
+        order = np.argsort(latency)[-8:]
+        print("worst", [(int(i), round(float(latency[i]), 2)) for i in order], len(latency))
+    jitter = (t[:, 2] - t[:, 1]) * 1e3
+    compute = t[:, 4] * 1e3
+    age = t[:, 5] * 1e3
+    missed = int(max(row[6] for row in timings))
+    pct = lambda x, q: float(np.percentile(x, q))  # noqa: E731
+    figures = {
+        "latency_p50_ms": pct(latency, 50), "latency_p99_ms": pct(latency, 99), "latency_max_ms": float(latency.max()),
+        "jitter_p50_ms": pct(jitter, 50), "jitter_p99_ms": pct(jitter, 99), "jitter_max_ms": float(jitter.max()),
+        "node_compute_p50_ms": pct(compute, 50), "node_compute_p99_ms": pct(compute, 99),
+        "obs_age_p50_ms": pct(age, 50), "obs_age_p99_ms": pct(age, 99),
+        "missed_periods": missed, "commands": int(ok.sum()), "seconds": args.seconds, "rate_hz": args.rate_hz,
+        "sensor_hz": args.sensor_hz, "load_avg_1min_at_end": os.getloadavg()[0],
+        "transport": "cyclonedds loopback (localhost_only)", "rt_priority": args.rt_priority,
+    }
+    rows = [(k, f"{v:.3f}" if isinstance(v, float) else str(v)) for k, v in figures.items()]
+    print(table(rows, f"deploy latency, {args.rate_hz:g} Hz policy, {args.seconds:g} s"))
+    if args.tag:
+        figures = {f"{args.tag}_{k}": v for k, v in figures.items()}
+    print(f"saved {save('deploy_latency', figures, merge=True)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
