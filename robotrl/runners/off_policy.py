@@ -164,6 +164,13 @@ class OffPolicyRunner:
             )
             self.base_module = base.policy if isinstance(base, ChunkExecutor) else base.module  # type: ignore
             self.base_meta = base_ckpt["policy"]
+            want, have = self.base_meta["obs_dim"], self.task_env.obs_dims["policy"]
+            if want != have:
+                raise ValueError(
+                    f"Base {base_path!r} was trained on {want}-D observations but this "
+                    f"{self.cfg.task.name if hasattr(self.cfg.task, 'name') else 'env'} gives {have}; "
+                    "train the base on the same task settings (see its config_yaml)."
+                )
         self.base_path = base_path
         self.env = BaseActionEnv(self.task_env, base, acfg.reward)
         demos_path = acfg.demos or (base_path if base_path and is_dataset(base_path) else "")
