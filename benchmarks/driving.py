@@ -4,7 +4,7 @@
     python benchmarks/driving.py train --minutes 14    # robotrl train task=driving, then evaluate
     python benchmarks/driving.py eval --run runs/...   # evaluate an existing run only
 
-Held-out evaluation runs one episode per world (64 worlds, deterministic actions) on the
+Held-out evaluation runs one episode per world (2 x 128 worlds, deterministic actions) on the
 held-out track seeds, once with the road clear (``scenario_prob=0``) and once with 3
 obstacles and 2 traffic vehicles in every episode (``scenario_prob=1``). Taking exactly one
 episode per world avoids over-counting short (failed) episodes. Results are merged into
@@ -46,8 +46,6 @@ def machine() -> dict:
         "torch": torch.__version__,
         "mujoco": mujoco.__version__,
         "python": platform.python_version(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "load_avg_1min_at_start": os.getloadavg()[0],
     }
 
 
@@ -65,16 +63,9 @@ def throughput(num_envs: int = 64, steps: int = 400, **overrides) -> float:
     return num_envs * steps / (time.perf_counter() - start)
 
 
-def evaluate_run(run_dir: str, scenario_prob: float, num_envs: int = 64, split: str = "heldout") -> dict:
-    """One deterministic episode per world; mean metrics over the ``num_envs`` episodes."""
-    from robotrl.policies.io import load_policy
-    from robotrl.runners.evaluate import task_config_from_meta
-
-    policy, meta = load_policy(run_dir)
-    cfg = task_config_from_meta(
-        meta, split=split, scenario_prob=scenario_prob, randomize=False, num_tracks=32
-    )
-    env = TaskEnv(cfg, SimConfig(num_envs=num_envs), seed=123)
+def episodes_once(policy, cfg, num_envs: int, seed: int) -> dict[str, torch.Tensor]:
+    """Run every world until its first episode ends; ``{metric: (k,)}`` over the k finished worlds."""
+    env = TaskEnv(cfg, SimConfig(num_envs=num_envs), seed=seed)
     obs = env.reset()
     done = torch.zeros(num_envs, dtype=torch.bool)
     stats: dict[str, torch.Tensor] = {}
@@ -90,12 +81,32 @@ def evaluate_run(run_dir: str, scenario_prob: float, num_envs: int = 64, split: 
                     stats.setdefault(key, torch.zeros(num_envs))[world] = value[row]
             if done.all():
                 break
-    n = int(done.sum())
-    mean = {k: float(v[done].mean()) for k, v in stats.items()}
+    return {k: v[done] for k, v in stats.items()}
+
+
+def evaluate_run(
+    run_dir: str, scenario_prob: float, num_envs: int = 128, rounds: int = 2, split: str = "heldout"
+) -> dict:
+    """One deterministic episode per world, ``rounds`` env seeds of ``num_envs`` worlds, pooled.
+
+    ``*_se`` keys are standard errors of the mean over episodes.
+    """
+    from robotrl.policies.io import load_policy
+    from robotrl.runners.evaluate import task_config_from_meta
+
+    policy, meta = load_policy(run_dir)
+    cfg = task_config_from_meta(meta, split=split, scenario_prob=scenario_prob, randomize=False, num_tracks=32)
+    parts = [episodes_once(policy, cfg, num_envs, seed=123 + r) for r in range(rounds)]
+    stats = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+    n = len(stats["route_completion"])
+    mean = {k: float(v.mean()) for k, v in stats.items()}
+    se = {k: float(v.std() / n**0.5) for k, v in stats.items()}
     laps = mean.get("lap_completed", 0.0)
     return {
         "route_completion": mean["route_completion"],
+        "route_completion_se": se["route_completion"],
         "collision_rate": mean["collision"],
+        "collision_rate_se": se["collision"],
         "off_road_rate": mean["off_road"],
         "wrong_way_rate": mean["wrong_way"],
         "rollover_rate": mean["rollover"],
@@ -126,12 +137,19 @@ def train(minutes: float, run_dir: str, seed: int, extra: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def env_steps(run_dir: str) -> int | None:
+def training_progress(run_dir: str) -> dict:
+    """Env steps and learner wall-clock time of the run's last logged iteration."""
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
-        return None
+        return {}
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return max((r.get("env_steps", 0) for r in rows), default=None)
+    last = max(rows, key=lambda r: r.get("env_steps", 0))
+    return {
+        "train_env_steps": last.get("env_steps"),
+        "train_time_s": last.get("time_s"),
+        "train_iterations": last.get("iteration"),
+        "train_route_completion_last": last.get("episode/route_completion"),
+    }
 
 
 def save(results: dict) -> None:
@@ -148,9 +166,7 @@ def save(results: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["throughput", "train", "eval"])
     parser.add_argument("--minutes", type=float, default=14.0, help="training wall-clock budget")
     parser.add_argument("--run", default="runs/driving/benchmark", help="run directory")
@@ -158,6 +174,9 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for robotrl train")
     args = parser.parse_args()
     results = machine()
+    # each mode stamps its own date and CPU load: the JSON merges results of several runs
+    results[f"{args.mode}_date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    results[f"{args.mode}_load_avg_1min"] = os.getloadavg()[0]
     if args.mode == "throughput":
         results["env_steps_per_s_cpu_64"] = throughput(64)
         results["env_steps_per_s_cpu_64_traffic"] = throughput(64, scenario_prob=1.0)
@@ -166,9 +185,9 @@ def main() -> None:
         save(results)
         return
     if args.mode == "train":
-        results["train_wall_s"] = train(args.minutes, args.run, args.seed, args.overrides)
+        results["train_wall_s_with_final_eval"] = train(args.minutes, args.run, args.seed, args.overrides)
         results["train_overrides"] = " ".join(args.overrides)
-    results["train_env_steps"] = env_steps(args.run)
+    results.update(training_progress(args.run))
     results["train_seed"] = args.seed
     for suffix, prob in (("heldout", 0.0), ("heldout_traffic", 1.0)):
         start = time.perf_counter()
@@ -176,6 +195,7 @@ def main() -> None:
             results[f"{key}_{suffix}"] = value
         print(f"evaluated {suffix} in {time.perf_counter() - start:.0f} s", flush=True)
     results["collision_rate"] = results["collision_rate_heldout_traffic"]
+    results["collision_rate_se"] = results["collision_rate_se_heldout_traffic"]
     save(results)
 
 

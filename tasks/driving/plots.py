@@ -91,6 +91,7 @@ def plot_track(bank: TrackBank, trace: dict[str, np.ndarray], radii: list[float]
     ax.set_title(
         f"track seed {bank.tracks[track_id].seed}: route completion {100 * rc:.1f}%"
         f"{' (infraction)' if crashed else ''}, {float(trace['time'][ep.stop - 1]):.1f} s"
+        f"{'' if ended or rc >= 1.0 else ' (trace ends mid-episode)'}"
     )
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
