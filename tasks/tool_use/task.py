@@ -93,6 +93,8 @@ class ToolUseTask(Task):
 
     def __init__(self, cfg: ToolUseConfig, num_envs: int, device: torch.device) -> None:
         super().__init__(cfg, num_envs, device)
+        if cfg.arm not in hand.ARMS:
+            raise ValueError(f"Unknown tool_use arm {cfg.arm!r}; valid arms: {', '.join(hand.ARMS)}.")
         self.pool = tools.tool_pool(cfg.split, cfg.tools_per_family, cfg.tool_seed)
         self.arm_joints = list(C.ARM_JOINTS if cfg.arm == "kuka_iiwa" else C.FLOATING_JOINTS)
 
@@ -115,8 +117,8 @@ class ToolUseTask(Task):
         """Policy observation slices."""
         a = self.action_dim
         return [("keypoints_rel_palm", 24), ("keypoints_rel_goal", 24), ("tool_scale", 3), ("fingertips_rel_tool", 12),
-                ("joint_pos", a),
-                ("joint_vel", a), ("palm_pos", 3), ("palm_quat", 4), ("prev_targets", a), ("lifted", 1)]
+                ("joint_pos", a), ("joint_vel", a), ("palm_pos", 3), ("palm_quat", 4), ("prev_targets", a),
+                ("lifted", 1)]
 
     def action_spec(self) -> dict[str, object]:
         """Arm targets are relative (``target += scale * a``), hand targets absolute with smoothing."""
