@@ -39,13 +39,13 @@ from benchmarks.common import save, table  # noqa: E402
 
 def make_policy(tmp: Path) -> Path:
     import torch
+    from robotrl.tasks.humanoid.config import HumanoidConfig
 
     from robotrl.envs.task_env import TaskEnv
     from robotrl.export.onnx import export_policy
     from robotrl.policies.mlp import ActorCritic, PolicyConfig
     from robotrl.runners.checkpoint import prefixed, save_checkpoint
     from robotrl.sim.backend import SimConfig
-    from robotrl.tasks.humanoid.config import HumanoidConfig
 
     cfg = HumanoidConfig()
     env = TaskEnv(cfg, SimConfig(num_envs=1))

@@ -69,7 +69,8 @@ def type_hash_user_data(ros_type: str) -> bytes:
 
 def _dds_qos(qos: Qos, user_data: bytes) -> DdsQos:
     policies = [
-        Policy.Reliability.Reliable(max_blocking_time=duration(milliseconds=100)) if qos.reliable else Policy.Reliability.BestEffort,
+        (Policy.Reliability.Reliable(max_blocking_time=duration(milliseconds=100)) if qos.reliable
+         else Policy.Reliability.BestEffort),
         Policy.History.KeepLast(qos.depth),
         Policy.Durability.TransientLocal if qos.transient_local else Policy.Durability.Volatile,
     ]
@@ -90,8 +91,10 @@ class _DdsPublisher(Publisher):
 
 
 class _DdsSubscription(Subscription):
-    """Samples are taken by the transport's receive thread as they arrive, stamped with the
-    monotonic arrival time, and queued (at most ``depth``) until the control loop polls."""
+    """A reader whose samples the receive thread takes and stamps on arrival.
+
+    They wait in a queue (at most ``depth``) until the control loop polls.
+    """
 
     def __init__(self, reader: DataReader, msg_type: type, depth: int) -> None:
         self._reader, self._type = reader, msg_type

@@ -358,6 +358,7 @@ def lookup(ros_type: str) -> type:
 
     Raises:
         KeyError: listing the supported types.
+
     """
     if ros_type not in ROS_TYPES:
         raise KeyError(f"Unsupported message type {ros_type!r}; supported: {', '.join(sorted(ROS_TYPES))}.")

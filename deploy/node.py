@@ -1,4 +1,4 @@
-"""``robotrl-deploy``: the policy node. Topics in, safety chain, commands out, on absolute deadlines.
+r"""``robotrl-deploy``: the policy node. Topics in, safety chain, commands out, on absolute deadlines.
 
 Usage (what a launch ``<node>`` runs)::
 
@@ -11,7 +11,10 @@ rclpy), ``domain_id`` (default ``$ROS_DOMAIN_ID`` or 0), ``localhost_only``, ``r
 ("" = no bags), ``bag_version`` (9 Jazzy, 8 Humble), ``auto_arm`` (null = profile),
 ``rate_hz`` (null = profile, then policy), ``duration_s`` (0 = until SIGINT),
 ``shutdown_s`` (how long the safe command is sent after SIGINT/SIGTERM), ``log_level``,
-``rt_priority`` (SCHED_FIFO priority 1-99 for the control loop; 0 = normal scheduling).
+``rt_priority`` (SCHED_FIFO priority 1-99 for the control loop; 0 = normal scheduling),
+``sync_inputs`` (rehearsals with ``robotrl-sim-robot lockstep:=true`` only: each period waits, up
+to 0.8 period, for inputs whose ``header.stamp`` is newer than the last used and equal across
+inputs, so every command answers the state of the step before; never on hardware).
 
 Each period the loop wakes at ``t0 + k * period`` (monotonic clock), drains the inputs,
 runs ``SafetyChain.step`` and publishes the command, the debug topics
@@ -33,7 +36,6 @@ import time
 from typing import Any
 
 import numpy as np
-
 from robotrl.deploy import msgs
 from robotrl.deploy.observation import RobotState, required_inputs
 from robotrl.deploy.outputs import OutputAdapter
@@ -48,7 +50,7 @@ log = logging.getLogger("robotrl.deploy")
 DEFAULTS: dict[str, Any] = {
     "policy": "", "robot": "", "transport": "auto", "domain_id": None, "localhost_only": False,
     "record_dir": "", "bag_version": 9, "auto_arm": None, "rate_hz": None, "duration_s": 0.0,
-    "shutdown_s": 0.1, "log_level": "INFO", "rt_priority": 0,
+    "shutdown_s": 0.1, "log_level": "INFO", "rt_priority": 0, "sync_inputs": False,
 }
 LEVEL = {Mode.PASSIVE: 0, Mode.SOFT_START: 0, Mode.POLICY: 0, Mode.HOLD: 1, Mode.DAMP: 2}
 
@@ -100,6 +102,8 @@ class PolicyNode:
         self._estop_pressed = False
         self._stop = False
         self._last_status = -math.inf
+        self._last_synced: float | None = None
+        self._latest: dict[str, tuple[Any, int]] = {}
         self.lifecycle = "inactive"
 
     # --- setup ----------------------------------------------------------------------
@@ -145,6 +149,7 @@ class PolicyNode:
                   "odom": self.state.ingest_odom, "cmd_vel": self.state.ingest_cmd_vel}
         for name, sub in self.subs.items():
             for arrival, msg in sub.take():
+                self._latest[name] = (msg, wall_ns - int((now - arrival) * 1e9))
                 if self.recorder:
                     self.recorder.write(self.topic[name], msg, wall_ns - int((now - arrival) * 1e9))
                 if name in ingest:
@@ -176,6 +181,8 @@ class PolicyNode:
             return False
         if self.recorder:
             self.recorder.start_episode()
+            for name, (msg, stamp_ns) in self._latest.items():  # the inputs the first command answers
+                self.recorder.write(self.topic[name], msg, stamp_ns)
         return True
 
     def tick(self, deadline: float) -> None:
@@ -183,10 +190,13 @@ class PolicyNode:
         now = time.monotonic()
         wall_ns = time.time_ns()
         self._drain_inputs(now, wall_ns)
+        if self.params["sync_inputs"] and self.chain.mode in (Mode.SOFT_START, Mode.POLICY):
+            now = self._wait_for_sync(deadline + 0.8 * self.period, wall_ns)
         if (self.auto_arm and self.chain.mode == Mode.PASSIVE and not self.chain.faults
                 and all(self._arm_conditions(now).values())):
             self._arm(now)
         result = self.chain.step(self.state, now, self.required, self._estop_ok(now), self.policy)
+        self._last_synced = self.state.header_time.get("joint_states")
         published = None
         if result.command is not None:
             out = self.output.message(result.command, wall_ns * 1e-9)
@@ -203,6 +213,18 @@ class PolicyNode:
             self.recorder.write(self.debug_topics["timing"], timing_msg, wall_ns)
         if result.events or now - self._last_status >= 0.1:
             self._publish_status(result.events, now, wall_ns)
+
+    def _wait_for_sync(self, until: float, wall_ns: int) -> float:
+        times = self.state.header_time
+        while time.monotonic() < until:
+            stamps = {times.get(s) for s in self.required}
+            if len(stamps) == 1 and None not in stamps and stamps.pop() != self._last_synced:
+                break
+            time.sleep(0.0002)
+            self._drain_inputs(time.monotonic(), wall_ns)
+        else:
+            self.chain.counters["sync_timeouts"] += 1
+        return time.monotonic()
 
     def _debug_and_record(self, result: Any, out: Any, wall_ns: int) -> None:
         vectors = {"command": _vector(result.command)}
@@ -309,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_args(argv, "robotrl_deploy")
         params = check_known(args.params, DEFAULTS, "robotrl-deploy")
     except ValueError as exc:
-        print(f"robotrl-deploy: {exc}", file=sys.stderr)
+        print(f"robotrl-deploy: {exc}", file=sys.stderr)  # noqa: T201 (CLI entry point)
         return 2
     logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
     params["remap"] = args.remap

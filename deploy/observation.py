@@ -54,8 +54,10 @@ class RobotState:
         joint_pos, joint_vel: ``(A,)`` float64.
         quat: ``(4,)`` x, y, z, w. ang_vel, base_pos, lin_vel: ``(3,)``. command: ``(2,)``.
         stamp: input name -> monotonic receive time of the last accepted message (absent: never).
+        header_time: input name -> ``header.stamp`` (s) of the last accepted message.
         rejected: Counter of dropped messages by ``"<input>/<reason>"``.
         accepted: Counter of accepted messages by input.
+
     """
 
     def __init__(self, policy_joints: list[str], profile_joints: list[str], lo: np.ndarray, hi: np.ndarray,
@@ -76,6 +78,7 @@ class RobotState:
         self.ang_vel, self.base_pos, self.lin_vel = np.zeros(3), np.zeros(3), np.zeros(3)
         self.command = np.zeros(2)
         self.stamp: dict[str, float] = {}
+        self.header_time: dict[str, float] = {}
         self.rejected: Counter = Counter()
         self.accepted: Counter = Counter()
 
@@ -104,6 +107,7 @@ class RobotState:
             return self._reject("joint_states", "out_of_range")
         self.joint_pos, self.joint_vel = p, v
         self.stamp["joint_states"] = now
+        self.header_time["joint_states"] = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         self.accepted["joint_states"] += 1
         return True
 
@@ -118,6 +122,7 @@ class RobotState:
             return self._reject("imu", "out_of_range")
         self.quat, self.ang_vel = q / norm, w
         self.stamp["imu"] = now
+        self.header_time["imu"] = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         self.accepted["imu"] += 1
         return True
 
@@ -132,6 +137,7 @@ class RobotState:
             return self._reject("odom", "out_of_range")
         self.base_pos, self.lin_vel = pos, lin
         self.stamp["odom"] = now
+        self.header_time["odom"] = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         self.accepted["odom"] += 1
         return True
 
@@ -161,6 +167,7 @@ def required_inputs(obs_terms: list[dict[str, Any]]) -> list[str]:
 
     Raises:
         ValueError: for a term whose source this runtime does not provide.
+
     """
     bad = [t["source"] for t in obs_terms if t["source"] not in SOURCES]
     bad += [f"{t['name']}.joints" for t in obs_terms if t.get("joints") is not None and len(t["joints"]) != t["size"]]

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from robotrl.deploy import msgs
 from robotrl.deploy.profile import RobotProfile
 

@@ -31,6 +31,7 @@ class RosArgs:
         node_name: from ``-r __node:=``, else the default given to ``parse_args``.
         namespace: from ``-r __ns:=``, else ``/``.
         params_files: the ``--params-file`` paths read.
+
     """
 
     params: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +61,7 @@ def read_params_file(path: str, node_name: str, namespace: str = "/") -> dict[st
 
     Raises:
         ValueError: when the file has no ``ros__parameters`` section that applies.
+
     """
     with open(path) as f:
         doc = yaml.safe_load(f) or {}
@@ -85,6 +87,7 @@ def parse_args(argv: list[str], default_node: str) -> RosArgs:
 
     Raises:
         ValueError: naming an argument it cannot parse.
+
     """
     out = RosArgs(node_name=default_node)
     plain: dict[str, Any] = {}

@@ -35,6 +35,7 @@ class Topics:
         arm: std_msgs/Bool arm / re-arm request (``data: true``).
         status: diagnostic_msgs/DiagnosticArray status output.
         debug_prefix: prefix of the observation/action/command/timing debug topics.
+
     """
 
     joint_states: str = "/joint_states"
@@ -59,6 +60,7 @@ class Output:
         topic: output topic, e.g. ``/legs_controller/commands``.
         trajectory_periods: ``time_from_start`` in control periods (1-2 is typical).
         twist_fields: for ``cmd_vel``: which Twist field each command entry fills.
+
     """
 
     adapter: str = "forward_command"
@@ -85,6 +87,7 @@ class Safety:
         estop_timeout_s: heartbeat gap that latches a stop.
         obs_clip_sigma: clip each observation entry to mean +- this many stds of the policy normalizer.
         torque_clamp: clamp position commands so ``kp * (q_cmd - q) - kd * qd`` stays within effort limits.
+
     """
 
     stale_hold_periods: float = 3.0
@@ -113,6 +116,7 @@ class Joints:
         effort_limits: limit of a torque command (torque kind) or of the estimated torque (position kind).
         kp: stiffness used by HOLD (torque kind) and the torque estimate (position kind).
         kd: damping used by DAMP and HOLD (torque kind) and the torque estimate.
+
     """
 
     names: list[str] = field(default_factory=list)
@@ -137,6 +141,7 @@ class RobotProfile:
         topics: topic names.
         output: command adapter.
         safety: safety-chain settings.
+
     """
 
     name: str = "robot"
@@ -153,6 +158,7 @@ class RobotProfile:
 
         Raises:
             ValueError: naming the bad field and what it should be.
+
         """
         if self.command_kind not in KINDS:
             raise ValueError(f"profile {self.name}: command_kind={self.command_kind!r}; valid: {KINDS}.")
@@ -191,6 +197,7 @@ def profile_path(name_or_path: str) -> Path:
 
     Raises:
         FileNotFoundError: listing the shipped profiles.
+
     """
     path = Path(name_or_path).expanduser()
     if path.suffix in (".yaml", ".yml") and path.is_file():

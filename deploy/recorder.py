@@ -36,14 +36,9 @@ class EpisodeBag:
     """One open bag; ``write`` queues, a thread serializes to disk; ``close`` flushes."""
 
     def __init__(self, path: Path, metadata: dict[str, str], version: int = 9) -> None:
-        from rosbags.rosbag2 import StoragePlugin, Writer
-
         self.path = path
-        self._store = _typestore(version)
-        self._writer = Writer(path, version=version, storage_plugin=StoragePlugin.MCAP)
-        for key, value in metadata.items():
-            self._writer.set_custom_data(key, str(value))
-        self._writer.open()
+        self._metadata, self._version = metadata, version
+        self._writer: Any = None
         self._connections: dict[str, Any] = {}
         self._queue: queue.Queue = queue.Queue(maxsize=100_000)
         self.count = 0
@@ -59,8 +54,19 @@ class EpisodeBag:
         except queue.Full:
             self.dropped += 1
 
+    def _open(self) -> None:
+        """Create the bag (on the writer thread: opening takes ~100 ms, too long for a control period)."""
+        from rosbags.rosbag2 import StoragePlugin, Writer
+
+        self._store = _typestore(self._version)
+        self._writer = Writer(self.path, version=self._version, storage_plugin=StoragePlugin.MCAP)
+        for key, value in self._metadata.items():
+            self._writer.set_custom_data(key, str(value))
+        self._writer.open()
+
     def _run(self) -> None:
         try:
+            self._open()
             while (item := self._queue.get()) is not _STOP:
                 topic, msg, stamp_ns = item
                 conn = self._connections.get(topic)
@@ -77,7 +83,8 @@ class EpisodeBag:
         """Flush the queue and close the bag; re-raises a write error from the thread."""
         self._queue.put(_STOP)
         self._thread.join()
-        self._writer.close()
+        if self._writer is not None:
+            self._writer.close()
         if self._error is not None:
             raise RuntimeError(f"writing {self.path} failed") from self._error
         if self.dropped:

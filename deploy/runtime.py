@@ -10,7 +10,6 @@ import os
 from typing import Any
 
 import numpy as np
-
 from robotrl.deploy.spec import load_spec
 
 
@@ -19,6 +18,7 @@ class OnnxPolicy:
 
     Attributes:
         spec: the validated JSON spec (``robotrl.deploy.spec``).
+
     """
 
     def __init__(self, spec_path: str | os.PathLike, threads: int = 1) -> None:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from robotrl.deploy.observation import RobotState, build_observation
 from robotrl.deploy.profile import RobotProfile
 
@@ -68,6 +67,7 @@ class StepResult:
         obs: ``(P,)`` clipped observation fed to the policy (None when the policy did not run).
         raw_action: ``(A,)`` policy output before any clipping (None when it did not run).
         events: safety events of this step, e.g. ``"fault:stale:joint_states:hold"``.
+
     """
 
     mode: Mode

@@ -31,7 +31,6 @@ import time
 from typing import Any
 
 import numpy as np
-
 from robotrl.deploy import msgs
 from robotrl.deploy.observation import quat_rotate_inverse
 from robotrl.deploy.params import check_known, parse_args
@@ -53,10 +52,10 @@ class SimRobot:
     def __init__(self, params: dict[str, Any]) -> None:
         import mujoco
         import torch
+        from robotrl.tasks import config_class
 
         from robotrl.envs.task_env import TaskEnv
         from robotrl.sim.backend import SimConfig
-        from robotrl.tasks import config_class
 
         self.params = params
         values: dict[str, Any] = {}
@@ -126,7 +125,8 @@ class SimRobot:
         qpos = self.env.sim.bind("qpos")[0].cpu().numpy().astype(np.float64)
         qvel = self.env.sim.bind("qvel")[0].cpu().numpy().astype(np.float64)
         ctrl = self.env.sim.bind("ctrl")[0].cpu().numpy().astype(np.float64)
-        header = msgs.Header(stamp=msgs.stamp(time.time()), frame_id="")
+        # stamped with simulation time (use_sim_time style): a republished state keeps its stamp
+        header = msgs.Header(stamp=msgs.stamp(self.steps * self.period), frame_id="")
         self.pub_js.publish(msgs.JointState(header=header, name=list(self.joints), position=qpos[self.qadr].tolist(),
                                             velocity=qvel[self.vadr].tolist(), effort=ctrl.tolist()))
         if self.floating:
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_args(argv, "robotrl_sim_robot")
         params = check_known(args.params, DEFAULTS, "robotrl-sim-robot")
     except ValueError as exc:
-        print(f"robotrl-sim-robot: {exc}", file=sys.stderr)
+        print(f"robotrl-sim-robot: {exc}", file=sys.stderr)  # noqa: T201 (CLI entry point)
         return 2
     logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
     robot = SimRobot(params)

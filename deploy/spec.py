@@ -49,6 +49,7 @@ def load_spec(path: str | os.PathLike) -> dict[str, Any]:
     Raises:
         ValueError: naming the missing key, a wrong format, or a hash mismatch.
         FileNotFoundError: the spec or its ONNX file is missing.
+
     """
     path = Path(path)
     if path.suffix != ".json":

@@ -30,6 +30,7 @@ class Qos:
         reliable: RELIABLE (True) or BEST_EFFORT (False).
         depth: KEEP_LAST depth.
         transient_local: TRANSIENT_LOCAL durability instead of VOLATILE.
+
     """
 
     reliable: bool = True
@@ -62,8 +63,11 @@ class Subscription(abc.ABC):
 
     @abc.abstractmethod
     def take(self) -> list[tuple[float, Any]]:
-        """``(arrival time, message)`` pairs received since the last call, oldest first (at most
-        the QoS depth); the arrival time is ``time.monotonic()`` when the middleware delivered it."""
+        """``(arrival time, message)`` pairs received since the last call, oldest first.
+
+        At most the QoS depth are kept; the arrival time is ``time.monotonic()`` when the
+        middleware delivered the message.
+        """
 
     @abc.abstractmethod
     def matched(self) -> int:
@@ -83,7 +87,7 @@ class Transport(abc.ABC):
     def subscription(self, topic: str, msg_type: type, qos: Qos = SENSOR_QOS) -> Subscription:
         """A subscription to ``msg_type`` on ROS topic ``topic``."""
 
-    def spin_once(self) -> None:
+    def spin_once(self) -> None:  # noqa: B027 - optional hook, a no-op unless the middleware needs it
         """Let the middleware deliver pending messages (rclpy needs it; DDS does not)."""
 
     @abc.abstractmethod
@@ -102,6 +106,7 @@ def make_transport(kind: str = "auto", domain_id: int = 0, localhost_only: bool 
 
     Raises:
         ValueError: for an unknown ``kind``.
+
     """
     if kind not in ("auto", "rclpy", "cyclonedds"):
         raise ValueError(f"transport={kind!r} is not one of auto, rclpy, cyclonedds.")

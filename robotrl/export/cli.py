@@ -23,14 +23,14 @@ def main(argv: list[str]) -> int:
     try:
         args = parse_kv(argv, {"checkpoint", "out", "tol"})
     except ValueError as exc:
-        print(f"{exc}\n{USAGE}")
+        print(f"{exc}\n{USAGE}")  # noqa: T201
         return 2
     if "checkpoint" not in args:
-        print(USAGE)
+        print(USAGE)  # noqa: T201
         return 2
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     from robotrl.export.onnx import PARITY_TOL, export_policy
 
     onnx_path, spec_path = export_policy(args["checkpoint"], args.get("out"), float(args.get("tol", PARITY_TOL)))
-    print(f"onnx: {onnx_path}\nspec: {spec_path}\nnext: robotrl-deploy policy:={spec_path} robot:=<profile>")
+    print(f"onnx: {onnx_path}\nspec: {spec_path}\nnext: robotrl-deploy policy:={spec_path} robot:=<profile>")  # noqa: T201
     return 0

@@ -16,11 +16,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 def make_humanoid_checkpoint(root: Path, seed: int = 0, steps: int = 40) -> Path:
     """An untrained humanoid ActorCritic with a filled obs normalizer, saved with runner-style meta."""
+    from robotrl.tasks.humanoid.config import HumanoidConfig
+
     from robotrl.envs.task_env import TaskEnv
     from robotrl.policies.mlp import ActorCritic, PolicyConfig
     from robotrl.runners.checkpoint import prefixed, save_checkpoint
     from robotrl.sim.backend import SimConfig
-    from robotrl.tasks.humanoid.config import HumanoidConfig
 
     torch.manual_seed(seed)
     cfg = HumanoidConfig(randomize=False)

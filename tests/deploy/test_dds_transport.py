@@ -12,6 +12,7 @@ pytest.importorskip("cyclonedds")
 from robotrl.deploy import msgs  # noqa: E402
 from robotrl.deploy.dds import LOCALHOST_CONFIG, dds_topic_name, type_hash_user_data  # noqa: E402
 from robotrl.deploy.transport import COMMAND_QOS, RELIABLE_QOS, SENSOR_QOS  # noqa: E402
+
 from tests.deploy.helpers import free_domain  # noqa: E402
 
 

@@ -33,17 +33,21 @@ def joint_qpos(env, names: list[str]) -> np.ndarray:
     return env.sim.bind("qpos")[0].double().numpy()[adr].copy()
 
 
-def in_process(spec: dict, run_dir, episodes: int, seed: int = 0) -> tuple[list[float], list, list]:
+def in_process(spec: dict, run_dir, episodes: int, seed: int = 0, episode_length_s: float | None = None
+               ) -> tuple[list[float], list, list]:
     """Returns, first-episode joint positions and policy observations of the torch policy on
     TaskEnv (randomize off), the reference for the DDS rollout."""
+    from robotrl.tasks import config_class
+
     from robotrl.envs.task_env import TaskEnv
     from robotrl.policies.io import load_policy
     from robotrl.sim.backend import SimConfig
-    from robotrl.tasks import config_class
 
     policy, _ = load_policy(run_dir)
-    cfg = config_class(spec["task"]["name"])(**{**spec["task"]["config"], "randomize": False})
-    env = TaskEnv(cfg, SimConfig(num_envs=1), seed=seed)
+    values = {**spec["task"]["config"], "randomize": False}
+    if episode_length_s:
+        values["episode_length_s"] = episode_length_s
+    env = TaskEnv(config_class(spec["task"]["name"])(**values), SimConfig(num_envs=1), seed=seed)
     obs = env.reset()
     returns, qpos, observations = [], [joint_qpos(env, spec["joint_names"])], [obs["policy"][0].numpy().copy()]
     with torch.no_grad():
@@ -57,7 +61,15 @@ def in_process(spec: dict, run_dir, episodes: int, seed: int = 0) -> tuple[list[
     return returns, qpos, observations
 
 
-def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: float) -> tuple[list[dict], Path]:
+def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: float, rate_hz: float = 20.0,
+                     episode_length_s: float | None = None) -> tuple[list[dict], Path]:
+    """Sim robot (lockstep) + policy node on a fresh domain; returns the sim's episode stats and the bag.
+
+    The node runs slower than the policy's 66.7 Hz on purpose: in lockstep the sim's time does
+    not depend on the wall clock, and a longer period guarantees the sim has published the state
+    of step k before the node's tick k+1 even on this shared, loaded 2-core machine. At full rate
+    a late state would make the node act on the previous one, and the rollouts would diverge.
+    """
     from robotrl.deploy import msgs
     from robotrl.deploy.dds import CycloneTransport
     from robotrl.deploy.transport import RELIABLE_QOS
@@ -66,10 +78,12 @@ def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: fl
     watcher = CycloneTransport(domain_id=domain, localhost_only=True)
     sub = watcher.subscription("/sim/episode", msgs.DiagnosticArray, RELIABLE_QOS)
     bags = tmp_path / "bags"
+    extra = [f"episode_length_s:={episode_length_s}"] if episode_length_s else []
     sim = spawn(["robotrl.deploy.sim_robot", f"policy:={spec_path}", f"episodes:={episodes}", "lockstep:=true",
-                 "transport:=cyclonedds"], domain, tmp_path / "sim.log")
+                 "transport:=cyclonedds", *extra], domain, tmp_path / "sim.log")
     node = spawn(["robotrl.deploy.node", f"policy:={spec_path}", "robot:=humanoid_sim", f"record_dir:={bags}",
-                  "transport:=cyclonedds", "log_level:=WARNING"], domain, tmp_path / "node.log")
+                  "transport:=cyclonedds", "log_level:=WARNING", f"rate_hz:={rate_hz}", "sync_inputs:=true"], domain,
+                 tmp_path / "node.log")
     got: list[dict] = []
     try:
         end = time.monotonic() + timeout
@@ -94,11 +108,15 @@ def read_bag(path: Path) -> dict[str, list]:
     return out
 
 
-def dedup(states: list[np.ndarray]) -> list[np.ndarray]:
-    out: list[np.ndarray] = []
-    for s in states:
-        if not out or not np.array_equal(s, out[-1]):
-            out.append(s)
+def by_stamp(messages: list) -> list[np.ndarray]:
+    """Joint positions of distinct sim steps (the sim stamps states with sim time; republished
+    states keep theirs), in order."""
+    out, seen = [], set()
+    for _, m in messages:
+        key = (m.header.stamp.sec, m.header.stamp.nanosec)
+        if key not in seen:
+            seen.add(key)
+            out.append(np.asarray(m.position))
     return out
 
 
@@ -125,7 +143,7 @@ def test_dds_rollout_matches_in_process_and_bag_replays(humanoid_export, tmp_pat
     recorded_obs = np.stack([np.asarray(m.data) for _, m in topics["/robotrl/observation"][:length]])
     assert np.abs(recorded_obs - np.stack(ref_obs[:length])).max() < 1e-4
     # and so the joint states the node saw follow the in-process trajectory
-    seen = dedup([np.asarray(m.position) for _, m in topics["/joint_states"]])
+    seen = by_stamp(topics["/joint_states"])
     assert np.abs(np.stack(seen[:length]) - np.stack(ref_qpos[:length])).max() < 1e-4
     # replay: the recorded commands, applied in a fresh BatchSim world, reproduce the recorded states
     replayed = replay(spec, [np.asarray(m.data) for _, m in topics["/effort_controller/commands"]][: length - 1])
@@ -133,9 +151,10 @@ def test_dds_rollout_matches_in_process_and_bag_replays(humanoid_export, tmp_pat
 
 
 def replay(spec: dict, commands: list[np.ndarray], seed: int = 0) -> list[np.ndarray]:
+    from robotrl.tasks import config_class
+
     from robotrl.envs.task_env import TaskEnv
     from robotrl.sim.backend import SimConfig
-    from robotrl.tasks import config_class
 
     cfg = config_class(spec["task"]["name"])(**{**spec["task"]["config"], "randomize": False})
     env = TaskEnv(cfg, SimConfig(num_envs=1), seed=seed)
@@ -188,8 +207,9 @@ def test_trained_policy_over_dds_matches_in_process_eval(tmp_path):
         pytest.skip("no trained humanoid run: set ROBOTRL_E2E_CHECKPOINT or run `robotrl train task=humanoid`")
     _, spec_path = export_policy(str(run), str(tmp_path / "export"))
     spec = json.loads(spec_path.read_text())
-    ref, _, _ = in_process(spec, run, episodes=3)
-    got, bag = rollout_over_dds(spec_path, tmp_path, episodes=3, timeout=3 * 20 + 60)
+    ref, _, _ = in_process(spec, run, episodes=3, episode_length_s=5.0)
+    got, bag = rollout_over_dds(spec_path, tmp_path, episodes=3, timeout=3 * 5 * 66.7 / 30 + 60, rate_hz=30,
+                                episode_length_s=5.0)
     dds = [float(e["return"]) for e in got[:3]]
     print(f"in-process returns {ref}, over DDS {dds}")
     assert abs(np.mean(dds) - np.mean(ref)) <= 0.1 * abs(np.mean(ref)) + 1.0

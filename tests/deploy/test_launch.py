@@ -12,11 +12,11 @@ import re
 import shlex
 import subprocess
 import sys
-import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
 from tests.deploy.helpers import REPO, free_domain

@@ -1,7 +1,6 @@
 """The ``--ros-args`` tail and ``/**: ros__parameters:`` files that ROS 2 launch passes."""
 
 import pytest
-
 from robotrl.deploy.params import check_known, parse_args
 from robotrl.deploy.profile import load_profile
 

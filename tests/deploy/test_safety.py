@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
+from robotrl.deploy import msgs
 from robotrl.deploy.observation import RobotState
 from robotrl.deploy.profile import load_profile
 from robotrl.deploy.safety import Mode, SafetyChain
@@ -42,16 +42,11 @@ def make(kind: str = "position", soft_start: float = 0.0, **safety) -> tuple[Saf
     return SafetyChain(spec, profile, PERIOD), state
 
 
-class JS:
-    def __init__(self, names, pos, vel=None):
-        self.name, self.position = list(names), list(pos)
-        self.velocity = list(vel) if vel is not None else [0.0] * len(pos)
-        self.effort = []
-
-
 def feed(state, now, pos=None, vel=None):
-    pos = np.zeros(J) if pos is None else pos
-    assert state.ingest_joint_state(JS(state.policy_joints, pos, vel), now)
+    pos = np.zeros(J) if pos is None else np.asarray(pos)
+    vel = np.zeros(J) if vel is None else np.asarray(vel)
+    msg = msgs.JointState(name=list(state.policy_joints), position=pos.tolist(), velocity=vel.tolist())
+    assert state.ingest_joint_state(msg, now)
 
 
 FRESH = {"fresh:joint_states": True, "estop": True}

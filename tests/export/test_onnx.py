@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 import torch
-
 from robotrl.deploy.runtime import OnnxPolicy
+
 from robotrl.export.cli import main as export_main
 from robotrl.policies.io import load_policy
 
