@@ -237,6 +237,7 @@ class DrivingTask(Task):
         self.traffic_xy, self.traffic_yaw = zeros(c.num_traffic, 2), zeros(c.num_traffic)
         self.factors: dict[str, torch.Tensor] = {}
         self.ended_infraction, self.ended_completion = zeros(), zeros()
+        self.start_s = zeros()
 
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """A random track of the split, a random start on it, fresh obstacles and traffic."""
@@ -258,6 +259,7 @@ class DrivingTask(Task):
         self.track_id[ids] = tid
         idx, s, lateral, heading = bank.project(tid, pos)
         self.idx[ids], self.s[ids], self.lateral[ids], self.track_heading[ids] = idx, s, lateral, heading
+        self.start_s[ids] = s
         self.heading_err[ids] = wrap_angle(yaw - heading)
         for buf in (
             self.progress,
@@ -552,10 +554,21 @@ class DrivingTask(Task):
         """``(N,)`` fraction of the lap covered, in ``[0, 1]``."""
         return (self.best_progress / self.bank.length[self.track_id]).clamp(0.0, 1.0)
 
+    def checkpoints_reached(self) -> torch.Tensor:
+        """``(N,)`` the track's route checkpoints passed since the start (all of them after a lap).
+
+        Checkpoints sit every ``length / num_checkpoints`` metres from the track's point 0; those
+        in ``(start, start + best progress]`` along the route count.
+        """
+        spacing = self.bank.length[self.track_id] / len(self.bank.tracks[0].checkpoints)
+        covered = self.best_progress.clamp(0.0, None).minimum(self.bank.length[self.track_id])
+        return torch.floor((self.start_s + covered) / spacing + 1e-4) - torch.floor(self.start_s / spacing + 1e-4)
+
     def episode_metrics(self) -> dict[str, torch.Tensor]:
         """Route completion, each infraction, distance (km), lap time (0 if not completed), mean factors."""
         metrics = {
             "route_completion": self.route_completion(),
+            "checkpoints": self.checkpoints_reached(),
             "lap_completed": self.lap_done.float(),
             "lap_time_s": torch.where(self.lap_done, self.lap_time, torch.zeros_like(self.lap_time)),
             "distance_km": self.distance / 1000.0,

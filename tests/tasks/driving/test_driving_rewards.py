@@ -82,9 +82,7 @@ def _circle_track(radius: float = 5.0, m: int = 400) -> Track:
     tangent = np.stack([-np.sin(u), np.cos(u)], 1)
     normal = np.stack([-tangent[:, 1], tangent[:, 0]], 1)
     length = 2 * np.pi * radius
-    return Track(
-        0, center, tangent, normal, u * radius, length, 1.0, np.full(m, 1 / radius), np.arange(0, m, 25)
-    )
+    return Track(0, center, tangent, normal, u * radius, length, 1.0, np.full(m, 1 / radius), np.arange(0, m, 25))
 
 
 def test_projection_on_a_circle():

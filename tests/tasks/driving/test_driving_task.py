@@ -63,6 +63,9 @@ def test_progress_and_route_completion_on_constructed_states():
         task.update()
         assert task.progress[0].item() == pytest.approx(k, abs=0.03)
         assert task.route_completion()[0].item() == pytest.approx(k / length, abs=1e-3)
+        spacing = length / len(task.bank.tracks[0].checkpoints)
+        passed = math.floor((s0 + k) / spacing) - math.floor(s0 / spacing)
+        assert task.checkpoints_reached()[0].item() == passed
         terms = task.reward_terms(torch.zeros(2, 2))
         total_gain += terms["route_gain"][0].item()
         assert not task.flags[0].any(), f"no infraction expected at {k} m, got {task.flags[0]}"
@@ -73,6 +76,7 @@ def test_progress_and_route_completion_on_constructed_states():
     task.update()
     assert task.lap_done[0] and task.terminated()[0] and task.success()[0]
     assert task.route_completion()[0].item() == 1.0
+    assert task.checkpoints_reached()[0].item() == len(task.bank.tracks[0].checkpoints)
     assert not task.terminated()[1]
 
 

@@ -38,9 +38,7 @@ def test_train_and_heldout_sets_are_disjoint():
         track_set("test", 2)
 
 
-@pytest.mark.parametrize(
-    "track", track_set("train", 8) + track_set("heldout", 4), ids=lambda t: f"seed{t.seed}"
-)
+@pytest.mark.parametrize("track", track_set("train", 8) + track_set("heldout", 4), ids=lambda t: f"seed{t.seed}")
 def test_geometry_is_valid(track):
     m = len(track.center)
     # closed and evenly spaced: the wrap-around step is one spacing like every other step
@@ -51,9 +49,7 @@ def test_geometry_is_valid(track):
     np.testing.assert_allclose(np.linalg.norm(track.tangent, axis=1), 1.0, atol=1e-9)
     ahead = np.roll(track.center, -1, axis=0) - track.center
     assert (np.sum(ahead * track.tangent, axis=1) > 0).all()
-    np.testing.assert_allclose(
-        track.tangent[:, 0] * track.normal[:, 1] - track.tangent[:, 1] * track.normal[:, 0], 1
-    )
+    np.testing.assert_allclose(track.tangent[:, 0] * track.normal[:, 1] - track.tangent[:, 1] * track.normal[:, 0], 1)
     # no self-intersection of the centreline or either lane boundary
     left, right = track.boundaries()
     for poly in (track.center, left, right):
