@@ -74,7 +74,7 @@ class EvalConfig:
         video: write ``eval.mp4`` of world 0.
         video_steps: control steps in the video.
         video_size: ``[height, width]`` of the video.
-        camera: camera name or id (-1: free camera).
+        camera: camera name or id (-1: free camera); empty uses the task's ``eval_camera``.
         deterministic: use the mean action.
         out_dir: where to write outputs; empty means ``<run>/eval``.
         seed: env seed.
@@ -89,7 +89,7 @@ class EvalConfig:
     video: bool = True
     video_steps: int = 300
     video_size: list[int] = field(default_factory=lambda: [360, 480])
-    camera: str = "-1"
+    camera: str = ""
     deterministic: bool = True
     out_dir: str = ""
     seed: int = 1
