@@ -135,10 +135,12 @@ def main() -> int:
     tr.close()
 
     t = np.asarray([row for row in timings if np.isfinite(row[3])])  # periods that published a command
-    t = t[np.argsort(t[:, 3])]
-    published = t[:, 3]
+    t = t[np.argsort(t[:, 2])]
+    wakes = t[:, 2]
     arrivals = np.asarray([c for c in commands if c < stop_at])
-    idx = np.searchsorted(published, arrivals, side="right") - 1  # the tick that sent each command
+    # the tick that sent each command: the last wake-up before its arrival (a command can arrive
+    # before the node's write() returns, so the publish stamp cannot be used to match)
+    idx = np.searchsorted(wakes, arrivals, side="right") - 1
     ok = idx >= 0
     latency = (arrivals[ok] - t[idx[ok], 2]) * 1e3
     if os.environ.get("DEPLOY_LATENCY_DEBUG"):

@@ -277,7 +277,9 @@ class PolicyNode:
                 raise RuntimeError(f"rt_priority={priority}: cannot switch to SCHED_FIFO ({exc}); grant "
                                    "CAP_SYS_NICE / an rtprio limit, or set rt_priority:=0.") from exc
         gc.collect()
-        gc.freeze()  # setup objects leave the collector's generations: shorter pauses in the loop
+        gc.freeze()
+        # the DDS receive thread deserializes in Python: hand the GIL back to the loop quickly
+        sys.setswitchinterval(0.0005)  # setup objects leave the collector's generations: shorter pauses in the loop
         self.lifecycle = "active"
         start = time.monotonic()
         deadline = start + self.period

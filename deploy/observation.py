@@ -38,13 +38,17 @@ CMD_TIMEOUT_S = 0.5
 
 def quat_rotate_inverse(q_xyzw: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate world vector ``v`` (3,) into the frame of unit quaternion ``q`` (x, y, z, w)."""
-    x, y, z, w = q_xyzw
-    u = np.array([x, y, z])
-    return v * (2.0 * w * w - 1.0) - np.cross(u, v) * w * 2.0 + u * np.dot(u, v) * 2.0
+    x, y, z, w = (float(c) for c in q_xyzw)
+    vx, vy, vz = (float(c) for c in v)
+    a = 2.0 * w * w - 1.0
+    dot2 = 2.0 * (x * vx + y * vy + z * vz)
+    cx, cy, cz = y * vz - z * vy, z * vx - x * vz, x * vy - y * vx  # u x v
+    return np.array([vx * a - cx * 2.0 * w + x * dot2, vy * a - cy * 2.0 * w + y * dot2,
+                     vz * a - cz * 2.0 * w + z * dot2])
 
 
 def _finite(*values: Any) -> bool:
-    return all(np.all(np.isfinite(np.asarray(v, dtype=np.float64))) for v in values)
+    return all(all(map(math.isfinite, np.ravel(v).tolist() if isinstance(v, np.ndarray) else v)) for v in values)
 
 
 class RobotState:
