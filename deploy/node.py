@@ -329,6 +329,9 @@ class PolicyNode:
 def main(argv: list[str] | None = None) -> int:
     """Console script ``robotrl-deploy``; see the module docstring."""
     argv = sys.argv[1:] if argv is None else argv
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)  # noqa: T201 (CLI entry point)
+        return 0
     try:
         args = parse_args(argv, "robotrl_deploy")
         params = check_known(args.params, DEFAULTS, "robotrl-deploy")

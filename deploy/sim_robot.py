@@ -206,6 +206,9 @@ class SimRobot:
 def main(argv: list[str] | None = None) -> int:
     """Console script ``robotrl-sim-robot``; see the module docstring."""
     argv = sys.argv[1:] if argv is None else argv
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)  # noqa: T201 (CLI entry point)
+        return 0
     try:
         args = parse_args(argv, "robotrl_sim_robot")
         params = check_known(args.params, DEFAULTS, "robotrl-sim-robot")
