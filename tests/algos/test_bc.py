@@ -11,6 +11,14 @@ from robotrl.runners.collect import collect
 from robotrl.runners.off_policy import evaluate_success
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def test_chunk_targets_pad_with_last_action_and_mask():
     actions = torch.tensor([[1.0], [2.0], [3.0]])
     y, m = chunk_targets(actions, 2)
