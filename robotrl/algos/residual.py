@@ -147,6 +147,9 @@ class Residual(Algorithm):
 
     """
 
+    policy: ResidualActor
+    actor_target: ResidualActor
+
     def __init__(
         self,
         obs_dim: int,

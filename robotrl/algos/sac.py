@@ -86,6 +86,8 @@ class SAC(Algorithm):
 
     """
 
+    policy: TanhGaussianActor
+
     def __init__(
         self,
         obs_dim: int,

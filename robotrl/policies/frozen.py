@@ -17,7 +17,7 @@ from __future__ import annotations
 import abc
 import math
 import os
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -73,7 +73,7 @@ class ModulePolicy(FrozenPolicy):
     @torch.no_grad()
     def act(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action."""
-        return self.module.act_inference(obs)
+        return cast(Any, self.module).act_inference(obs)
 
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Same as ``act`` (no state)."""
@@ -185,7 +185,7 @@ class ResidualPolicy(nn.Module):
         if self.base is None:
             base = obs.new_zeros(obs.shape[0], self.action_dim)
         else:
-            base = self.base.act_inference(obs)
+            base = cast(Any, self.base).act_inference(obs)
         return self.actor(torch.cat([obs, base], dim=1))
 
     def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -105,8 +105,8 @@ class TanhGaussianActor(nn.Module):
     def __init__(self, obs_dim: int, action_dim: int, hidden: list[int], normalize_obs: bool = True) -> None:
         super().__init__()
         self.obs_dim, self.action_dim = obs_dim, action_dim
-        self.obs_norm = RunningNorm(obs_dim) if normalize_obs else nn.Identity()
-        self.net = layer_norm_mlp(obs_dim, hidden, 2 * action_dim)
+        self.obs_norm: nn.Module = RunningNorm(obs_dim) if normalize_obs else nn.Identity()
+        self.net: nn.Sequential = layer_norm_mlp(obs_dim, hidden, 2 * action_dim)
 
     def _stats(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mean, log_std = self.net(self.obs_norm(obs)).chunk(2, dim=-1)
@@ -157,10 +157,12 @@ class ResidualActor(nn.Module):
                 f"ResidualActor obs_dim ({obs_dim}) must include the {action_dim} base-action columns."
             )
         self.obs_dim, self.action_dim, self.scale = obs_dim, action_dim, scale
-        self.obs_norm = RunningNorm(obs_dim) if normalize_obs else nn.Identity()
-        self.net = layer_norm_mlp(obs_dim, hidden, action_dim)
-        nn.init.zeros_(self.net[-1].weight)
-        nn.init.zeros_(self.net[-1].bias)
+        self.obs_norm: nn.Module = RunningNorm(obs_dim) if normalize_obs else nn.Identity()
+        self.net: nn.Sequential = layer_norm_mlp(obs_dim, hidden, action_dim)
+        last = self.net[-1]
+        assert isinstance(last, nn.Linear)
+        nn.init.zeros_(last.weight)
+        nn.init.zeros_(last.bias)
 
     def base_action(self, obs: torch.Tensor) -> torch.Tensor:
         """The ``(B, A)`` base action stored in the last columns of ``obs``."""
@@ -187,7 +189,9 @@ class ChunkPolicy(nn.Module):
     ) -> None:
         super().__init__()
         self.obs_dim, self.action_dim, self.chunk = obs_dim, action_dim, chunk
-        self.net = mlp(obs_dim, hidden, chunk * action_dim, activation)
+        self.net: nn.Sequential = mlp(obs_dim, hidden, chunk * action_dim, activation)
+        self.obs_mean: torch.Tensor
+        self.obs_std: torch.Tensor
         self.register_buffer("obs_mean", torch.zeros(obs_dim))
         self.register_buffer("obs_std", torch.ones(obs_dim))
 

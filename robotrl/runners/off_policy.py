@@ -204,7 +204,7 @@ class OffPolicyRunner:
         meta: dict[str, Any] = {
             "task": {
                 "name": getattr(task_cfg, "name", type(self.task_env).__name__),
-                "config": asdict(task_cfg) if is_dataclass(task_cfg) else {},
+                "config": asdict(task_cfg) if is_dataclass(task_cfg) and not isinstance(task_cfg, type) else {},
             },
             "policy": self.algo.policy_meta(),  # type: ignore[attr-defined]
             "algo": self.cfg.algo.name,
