@@ -1,6 +1,7 @@
 """robotrl collect: scripted, noisy and checkpoint teachers to robomimic-style HDF5."""
 
 import h5py
+import torch
 import pytest
 
 from robotrl.envs.reach import PointReach, ReachConfig
@@ -45,3 +46,24 @@ def test_bad_arguments_name_the_valid_keys():
     with pytest.raises(ValueError, match="task=<name> and teacher"):
         parse_args(["episodes=3"])
     assert main(["task=reach"]) == 2
+
+
+def test_collect_from_a_trained_checkpoint(tmp_path):
+    from robotrl.algos.sac import SACConfig
+    from robotrl.config import TrainConfig
+    from robotrl.runners.off_policy import OffPolicyRunner
+    from robotrl.storage.demos import read_demos
+
+    run = tmp_path / "sac"
+    algo = SACConfig(batch_size=32, learning_starts=32, actor_hidden=[16], critic_hidden=[16], steps_per_iteration=4)
+    cfg = TrainConfig(task=ReachConfig(num_envs=8), algo=algo, run_dir=str(run), progress=False, tensorboard=False,
+                      max_iterations=1)
+    runner = OffPolicyRunner(cfg, run, env=PointReach(ReachConfig(num_envs=8), seed=0))
+    runner.learn()
+    out = tmp_path / "from_ckpt.hdf5"
+    assert main(["task=reach", f"teacher={run}", "episodes=4", "num_envs=4", f"out={out}"]) == 0
+    episodes, env_args = read_demos(out)
+    assert len(episodes) == 4 and env_args["teacher"] == str(run)
+    # the recorded actions are the checkpoint's deterministic actions (no noise was asked for)
+    ep = episodes[0]
+    assert torch.allclose(ep["actions"], runner.algo.policy.act_inference(ep["obs"]), atol=1e-6)
