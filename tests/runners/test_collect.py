@@ -1,8 +1,8 @@
 """robotrl collect: scripted, noisy and checkpoint teachers to robomimic-style HDF5."""
 
 import h5py
-import torch
 import pytest
+import torch
 
 from robotrl.envs.reach import PointReach, ReachConfig
 from robotrl.runners.collect import collect, main, parse_args
