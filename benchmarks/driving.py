@@ -179,6 +179,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=14.0, help="training wall-clock budget")
     parser.add_argument("--run", default="runs/driving/benchmark", help="run directory")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--suffix", default="", help="append to every result key (e.g. _seed1 for a repeat)")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for robotrl train")
     args = parser.parse_args()
     results = machine()
@@ -209,7 +210,8 @@ def main() -> None:
         print(f"evaluated {suffix} in {time.perf_counter() - start:.0f} s", flush=True)
     results["collision_rate"] = results["collision_rate_heldout_traffic"]
     results["collision_rate_se"] = results["collision_rate_se_heldout_traffic"]
-    save(results)
+    keep = set(machine())
+    save({k if k in keep else k + args.suffix: v for k, v in results.items()})
 
 
 if __name__ == "__main__":

@@ -103,6 +103,23 @@ class TrackBank:
             _take(self.heading, track_id, idx),
         )
 
+    def boundary_chords(self, track_id: torch.Tensor, segments: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Midpoints and vectors ``(k, 2 * segments, 2)`` of chords along the left, then right, boundary.
+
+        Each boundary of tracks ``track_id`` ``(k,)`` is cut into ``segments`` chords between
+        evenly spaced boundary points.
+        """
+        k, m = track_id.numel(), self.num_points
+        i0 = (torch.arange(segments, device=track_id.device) * m) // segments
+        i1 = torch.remainder(i0 + m // segments, m)
+        tid = track_id[:, None].expand(k, segments)
+        c0, n0 = _take(self.center, tid, i0.expand(k, -1)), _take(self.normal, tid, i0.expand(k, -1))
+        c1, n1 = _take(self.center, tid, i1.expand(k, -1)), _take(self.normal, tid, i1.expand(k, -1))
+        hw = self.half_width[track_id][:, None, None]
+        ends = [(c0 + sign * hw * n0, c1 + sign * hw * n1) for sign in (1.0, -1.0)]
+        mid = torch.cat([0.5 * (p0 + p1) for p0, p1 in ends], 1)
+        return mid, torch.cat([p1 - p0 for p0, p1 in ends], 1)
+
     def point_at(self, track_id: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Centreline position ``(..., 2)`` and heading ``(...)`` at arc length ``s``.
 

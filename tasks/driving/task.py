@@ -348,18 +348,8 @@ class DrivingTask(Task):
         n_seg, bank = self.cfg.curb_segments, self.bank
         if not n_seg:
             return
-        k, m = ids.numel(), bank.num_points
-        i0 = (torch.arange(n_seg, device=self.device) * m) // n_seg
-        i1 = torch.remainder(i0 + m // n_seg, m)
-        boxes = []
-        for sign in (1.0, -1.0):
-            c0, n0, _ = bank.at_index(tid[:, None], i0[None, :].expand(k, -1))
-            c1, n1, _ = bank.at_index(tid[:, None], i1[None, :].expand(k, -1))
-            hw = bank.half_width[tid][:, None, None]
-            p0, p1 = c0 + sign * hw * n0, c1 + sign * hw * n1
-            boxes.append((0.5 * (p0 + p1), p1 - p0))
-        mid = torch.cat([b[0] for b in boxes], 1)
-        delta = torch.cat([b[1] for b in boxes], 1)
+        k = ids.numel()
+        mid, delta = bank.boundary_chords(tid, n_seg)
         yaw = torch.atan2(delta[..., 1], delta[..., 0])
         sl = slice(self._curb_start, self._curb_start + 2 * n_seg)
         pos = self._base_geom["geom_pos"].expand(k, -1, -1).clone()
