@@ -309,7 +309,7 @@ class PolicyNode:
                 for name in ("joint_states",):
                     for arrival, msg in self.subs[name].take():
                         self.state.ingest_joint_state(msg, arrival)
-                safe = self.chain._enforce(self.chain.safe_command(self.state, Mode.DAMP), self.state.joint_pos)
+                safe = self.chain.enforce(self.chain.safe_command(self.state, Mode.DAMP), self.state.joint_pos)
                 self.chain.last_command = safe
                 self.cmd_pub.publish(self.output.message(safe, time.time()))
                 if self.recorder:

@@ -86,6 +86,7 @@ class Safety:
         estop_required: an e-stop heartbeat must be present to arm and to keep running.
         estop_timeout_s: heartbeat gap that latches a stop.
         obs_clip_sigma: clip each observation entry to mean +- this many stds of the policy normalizer.
+        ood_fault_periods: clipped observations for this many consecutive periods -> HOLD (0: off).
         torque_clamp: clamp position commands so ``kp * (q_cmd - q) - kd * qd`` stays within effort limits.
 
     """
@@ -102,6 +103,7 @@ class Safety:
     estop_required: bool = True
     estop_timeout_s: float = 0.3
     obs_clip_sigma: float = 10.0
+    ood_fault_periods: int = 0
     torque_clamp: bool = True
 
 

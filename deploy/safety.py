@@ -17,7 +17,8 @@ the cause has cleared. The ROS managed-node state is mirrored in ``lifecycle``:
    velocity: velocity limits);
 6. per-step delta cap, and for position commands the velocity cap ``v_max * dt``;
 7. torque-estimate clamp (position kind, ``kp * (q_cmd - q) - kd * qd`` within effort);
-8. attitude and base-height guards (-> DAMP);
+8. attitude and base-height guards (-> DAMP), and the out-of-domain guard: observations outside
+   the clip range for ``ood_fault_periods`` consecutive periods (-> HOLD);
 9. soft start: blend from the pose measured at arming to the policy over ``soft_start_s``;
 10. e-stop: heartbeat missing for ``estop_timeout_s`` or ``data: true`` -> DAMP, latched.
 
@@ -123,6 +124,7 @@ class SafetyChain:
         self._t_arm = 0.0
         self._hold_pose = np.zeros(len(self.joints))
         self._events: list[str] = []
+        self._ood_run = 0
 
     # --- mode machine -------------------------------------------------------------
     def fault(self, name: str, severity: str, state: RobotState) -> None:
@@ -153,6 +155,7 @@ class SafetyChain:
         if self.faults:
             self._events.append("rearm:cleared:" + ",".join(sorted(self.faults)))
         self.faults.clear()
+        self._ood_run = 0
         start = state.joint_pos if self.kind == "position" else np.zeros(len(self.joints))
         self._blend_from = self._bounds(np.clip(start, self.lo, self.hi) if self.kind == "position" else start)
         self._t_arm = now
@@ -197,7 +200,7 @@ class SafetyChain:
         hi = q + (self.effort + self.kd * qd) / np.where(ok, self.kp, 1.0)
         return np.where(ok, np.clip(cmd, lo, hi), cmd)
 
-    def _enforce(self, cmd: np.ndarray, q: np.ndarray) -> np.ndarray:
+    def enforce(self, cmd: np.ndarray, q: np.ndarray) -> np.ndarray:
         """Steps 5-6 (limits, range, delta cap): the invariants of every command sent."""
         return self._rate_limit(self._bounds(self._position_limits(cmd, q)))
 
@@ -232,7 +235,7 @@ class SafetyChain:
             cmd, obs, raw = self._policy_command(state, now, policy)
         if cmd is None:
             cmd = self.safe_command(state)
-        cmd = self._enforce(cmd, state.joint_pos)
+        cmd = self.enforce(cmd, state.joint_pos)
         self.last_command = cmd
         self.last_action = np.clip((cmd - self.offset) / np.where(self.scale != 0, self.scale, 1.0), -1.0, 1.0)
         self.counters[f"sent:{self.mode.value}"] += 1
@@ -246,20 +249,25 @@ class SafetyChain:
             return None, obs, None
         if self.obs_lo is not None:  # 3. observation clip
             clipped = np.clip(obs, self.obs_lo, self.obs_hi)
-            self.counters["obs_clipped"] += int(np.count_nonzero(clipped != obs))
+            n_clipped = int(np.count_nonzero(clipped != obs))
+            self.counters["obs_clipped"] += n_clipped
+            self._ood_run = self._ood_run + 1 if n_clipped else 0
             obs = clipped
         raw = np.asarray(policy(obs), dtype=np.float64).reshape(-1)
         if raw.shape != (len(self.joints),) or not np.all(np.isfinite(raw)):  # 2. on the action too
             self.fault("nan_action", HOLD, state)
             return None, obs, raw
         cmd = self.offset + self.scale * np.clip(raw, -1.0, 1.0)  # 4.
-        cmd = self._enforce(cmd, state.joint_pos)  # 5-6.
+        cmd = self.enforce(cmd, state.joint_pos)  # 5-6.
         cmd = self._torque_clamp(cmd, state.joint_pos, state.joint_vel)  # 7.
         if self.cfg.max_tilt_rad > 0 and state.tilt() > self.cfg.max_tilt_rad:  # 8.
             self.fault("attitude", DAMP, state)
             return None, obs, raw
         if self.cfg.min_base_height is not None and state.base_pos[2] < self.cfg.min_base_height:
             self.fault("base_height", DAMP, state)
+            return None, obs, raw
+        if self.cfg.ood_fault_periods and self._ood_run >= self.cfg.ood_fault_periods:
+            self.fault("out_of_domain", HOLD, state)
             return None, obs, raw
         if self.mode == Mode.SOFT_START:  # 9.
             alpha = min(1.0, (now - self._t_arm) / self.cfg.soft_start_s)

@@ -127,6 +127,14 @@ def test_attitude_guard_damps():
     assert out.mode == Mode.DAMP and "fault:attitude:damp" in out.events
 
 
+def test_out_of_domain_observations_hold_after_n_periods():
+    chain, state = make(ood_fault_periods=3, obs_clip_sigma=1.0)
+    feed(state, 0.0, pos=np.full(J, 2.0))  # 2 std away from the normalizer's mean
+    chain.arm(state, 0.0, FRESH)
+    modes = [chain.step(state, k * 0.01, ["joint_states"], True, lambda o: np.zeros(J)).mode for k in range(1, 5)]
+    assert modes == [Mode.POLICY, Mode.POLICY, Mode.HOLD, Mode.HOLD] and "out_of_domain" in chain.faults
+
+
 def test_kind_mismatch_is_an_error():
     profile = load_profile("example_arm")
     with pytest.raises(ValueError, match="pick a matching profile"):
