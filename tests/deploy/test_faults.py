@@ -73,6 +73,7 @@ def test_stale_joint_states_hold_within_three_periods(rig):
     assert "stale:joint_states" in values["faults"]
     # threshold is 3 periods of input age; the node acts at its next tick (<= 1 period later)
     # and the status crosses DDS: allow 3 + 1 periods + 10 ms transport/scheduling slack.
+    print(f"HOLD seen {(t_hold - last) / PERIOD:.2f} periods after the last /joint_states")
     assert t_hold - last <= 4 * PERIOD + 0.010, (t_hold - last) / PERIOD
     robot.send_js = True
     time.sleep(0.3)
