@@ -223,3 +223,33 @@ def test_trained_policy_over_dds_matches_in_process_eval(tmp_path):
     # chaotic walker may still drift apart late in an episode, hence a tolerance on the mean
     assert abs(np.mean(dds) - np.mean(ref)) <= 0.1 * abs(np.mean(ref)) + 1.0
     assert read_bag(bag)["/effort_controller/commands"]
+
+
+def test_real_time_sim_robot_publishes_at_the_control_rate(humanoid_export, tmp_path):
+    """lockstep:=false: the sim steps on its own deadlines (no policy node) and keeps the task's rate."""
+    from robotrl.deploy import msgs
+    from robotrl.deploy.dds import CycloneTransport
+    from robotrl.deploy.transport import SENSOR_QOS
+
+    domain = free_domain()
+    watcher = CycloneTransport(domain_id=domain, localhost_only=True)
+    sub = watcher.subscription("/joint_states", msgs.JointState, SENSOR_QOS)
+    sim = spawn(["robotrl.deploy.sim_robot", f"policy:={humanoid_export[2]}", "lockstep:=false",
+                 "transport:=cyclonedds"], domain, tmp_path / "sim.log")
+    stamps: list[float] = []
+    arrivals: list[float] = []
+    try:
+        end = time.monotonic() + 30
+        while len(stamps) < 200 and time.monotonic() < end:
+            for t, m in sub.take():
+                stamps.append(m.header.stamp.sec + m.header.stamp.nanosec * 1e-9)
+                arrivals.append(t)
+            time.sleep(0.005)
+    finally:
+        assert stop(sim) == 0, (tmp_path / "sim.log").read_text()[-2000:]
+        watcher.close()
+    assert len(stamps) >= 200
+    steps = np.diff(stamps[-150:])
+    assert np.allclose(steps, 0.015, atol=1e-9)  # one step of sim time per message
+    rate = 149 / (arrivals[-1] - arrivals[-150])
+    assert rate == pytest.approx(1 / 0.015, rel=0.15)  # and real time: ~66.7 states per second
