@@ -58,6 +58,10 @@ class Algorithm(abc.ABC):
     def load_state_tensors(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
         """Inverse of ``state_tensors`` plus ``state_meta``."""
 
+    @abc.abstractmethod
+    def policy_meta(self) -> dict[str, Any]:
+        """JSON description of the acting policy (``kind``, dims, sizes) to rebuild it for eval/export."""
+
     def state_meta(self) -> dict[str, Any]:
         """JSON-safe state (learning rate, optimizer hyperparameters)."""
         return {}

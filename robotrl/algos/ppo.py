@@ -7,7 +7,7 @@ The math lives in ``robotrl.algos.functional``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -166,6 +166,12 @@ class PPO(Algorithm):
         """Policy weights, normalizers and Adam state."""
         optim, _ = optimizer_tensors(self.optimizer)
         return {**prefixed(self.policy.state_dict(), "policy"), **prefixed(optim, "optim")}
+
+    def policy_meta(self) -> dict[str, Any]:
+        """Shapes and settings of the actor-critic (``robotrl.policies.io.policy_from_meta``)."""
+        p = self.policy
+        return {"kind": "actor_critic", "obs_dim": p.obs_dim, "critic_dim": p.critic_dim,
+                "action_dim": p.action_dim, "config": asdict(p.cfg)}
 
     def state_meta(self) -> dict[str, Any]:
         """Learning rate and optimizer hyperparameters."""

@@ -111,7 +111,8 @@ def make_sb3_vec_env(env: VecEnv) -> Any:
             self.env.close()
 
         def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-            return [getattr(self.env, attr_name)] * len(self._indices(indices))
+            owner = self.env if hasattr(self.env, attr_name) else self
+            return [getattr(owner, attr_name)] * len(self._indices(indices))
 
         def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
             setattr(self.env, attr_name, value)

@@ -12,20 +12,16 @@ the demonstrations with relabelled base actions.
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import OmegaConf
 
 from robotrl.algos.base import Algorithm
 from robotrl.envs.base import VecEnv
-from robotrl.logging import MetricsLogger, TrainProgress
 from robotrl.policies.frozen import ChunkExecutor, FrozenPolicy, load_frozen
-from robotrl.runners.checkpoint import load_checkpoint, prefixed, save_checkpoint
-from robotrl.runners.on_policy import EpisodeStats, config_hash
+from robotrl.runners.base import EpisodeStats, Runner
+from robotrl.runners.checkpoint import prefixed
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +72,7 @@ def is_dataset(path: str) -> bool:
     return str(path).endswith(DATASET_SUFFIXES)
 
 
-class OffPolicyRunner:
+class OffPolicyRunner(Runner):
     """Trains ``cfg.algo`` (``sac``, ``residual`` or ``bc``) and writes everything to ``run_dir``.
 
     Args:
@@ -90,13 +86,7 @@ class OffPolicyRunner:
     def __init__(
         self, cfg: Any, run_dir: str | Path, config_yaml: str = "", env: VecEnv | None = None
     ) -> None:
-        self.cfg = cfg
-        self.run_dir = Path(run_dir)
-        self.config_yaml = config_yaml or OmegaConf.to_yaml(OmegaConf.structured(cfg))
-        torch.manual_seed(cfg.seed)
-        threads = getattr(cfg, "torch_threads", 0)
-        if threads > 0 and (env is None or env.device.type == "cpu"):
-            torch.set_num_threads(threads)
+        super().__init__(cfg, run_dir, config_yaml)
         if env is None:
             from robotrl.envs.task_env import make_env
 
@@ -106,10 +96,8 @@ class OffPolicyRunner:
         self.base_path = ""
         self.base_module: torch.nn.Module | None = None
         self.base_meta: dict[str, Any] = {}
+        self._set_threads(env.device)
         self.algo: Algorithm = self._build_algo(cfg.algo)
-        self.iteration = 0
-        self.env_steps = 0
-        self.elapsed_s = 0.0
 
     # --- construction --------------------------------------------------------------
     def _build_algo(self, acfg: Any) -> Algorithm:
@@ -197,118 +185,13 @@ class OffPolicyRunner:
         )
 
     # --- checkpoints -----------------------------------------------------------------
-    def meta(self) -> dict[str, Any]:
-        """JSON metadata stored beside the weights."""
-        task = getattr(self.task_env, "task", None)
-        task_cfg = self.cfg.task
-        meta: dict[str, Any] = {
-            "task": {
-                "name": getattr(task_cfg, "name", type(self.task_env).__name__),
-                "config": asdict(task_cfg) if is_dataclass(task_cfg) and not isinstance(task_cfg, type) else {},
-            },
-            "policy": self.algo.policy_meta(),  # type: ignore[attr-defined]
-            "algo": self.cfg.algo.name,
-            "base": self.base_path,
-            "base_policy": self.base_meta,
-            "step_dt": self.env.step_dt,
-            "config_yaml": self.config_yaml,
-            "config_hash": config_hash(self.config_yaml),
-            "env_steps": self.env_steps,
-            "elapsed_s": self.elapsed_s,
-            "algo_state": self.algo.state_meta(),
-        }
-        if task is not None:
-            meta |= {
-                "obs_layout": [list(x) for x in task.obs_layout()],
-                "joint_names": task.joint_names,
-                "action_spec": task.action_spec(),
-            }
-        return meta
+    def extra_meta(self) -> dict[str, Any]:
+        """The base policy a residual learner acts on top of."""
+        return {"base": self.base_path, "base_policy": self.base_meta}
 
-    def save(self) -> Path:
-        """Atomically write a checkpoint of the current iteration (the replay is not saved)."""
-        tensors = {**self.algo.state_tensors(), "rng.torch": torch.get_rng_state()}
-        if self.base_module is not None:
-            tensors.update(prefixed(self.base_module.state_dict(), "base"))
-        gen = getattr(self.task_env, "gen", None)
-        if gen is not None:
-            tensors["rng.env"] = gen.get_state()
-        return save_checkpoint(self.run_dir / "checkpoints", self.iteration, tensors, self.meta())
-
-    def restore(self) -> bool:
-        """Continue from the newest checkpoint in ``run_dir``; False if there is none."""
-        if not (self.run_dir / "checkpoints" / "latest.json").is_file():
-            log.warning("resume=true but %s has no checkpoint yet; starting fresh", self.run_dir)
-            return False
-        tensors, meta = load_checkpoint(self.run_dir)
-        self.algo.load_state_tensors(tensors, meta)
-        torch.set_rng_state(tensors["rng.torch"])
-        gen = getattr(self.task_env, "gen", None)
-        if gen is not None and "rng.env" in tensors:
-            gen.set_state(tensors["rng.env"])
-        self.iteration, self.env_steps = meta["iteration"], meta["env_steps"]
-        self.elapsed_s = meta.get("elapsed_s", 0.0)
-        log.info("resumed from %s at iteration %d (replay restarts empty)", meta["name"], self.iteration)
-        return True
-
-    # --- loop --------------------------------------------------------------------------
-    def learn(self) -> dict[str, float]:
-        """Run until ``max_iterations`` or ``max_time_s``; return the last logged metrics."""
-        cfg = self.cfg
-        if cfg.resume:
-            self.restore()
-        logger = MetricsLogger(self.run_dir, tensorboard=cfg.tensorboard)
-        stats = EpisodeStats()
-        obs = self.env.reset()
-        last: dict[str, float] = {}
-        start_wall = time.perf_counter() - self.elapsed_s
-        log.info(
-            "training %s with %s: %d worlds on %s, run dir %s",
-            getattr(cfg.task, "name", "env"),
-            cfg.algo.name,
-            self.env.num_envs,
-            self.env.device,
-            self.run_dir,
-        )
-        try:
-            with TrainProgress(cfg.max_iterations, enabled=cfg.progress, start=self.iteration) as bar:
-                while self.iteration < cfg.max_iterations:
-                    t0 = time.perf_counter()
-                    obs, update, steps = self._iterate(obs, stats)
-                    self.iteration += 1
-                    self.elapsed_s = time.perf_counter() - start_wall
-                    self.env_steps += steps
-                    last = {
-                        "iteration": self.iteration,
-                        "time_s": self.elapsed_s,
-                        "perf/steps_per_s": steps / max(time.perf_counter() - t0, 1e-9),
-                        "episodes": stats.count,
-                        **stats.means(),
-                        **update,
-                    }
-                    last |= self._maybe_eval()
-                    logger.log(self.env_steps, last)
-                    bar.update(self.iteration, last)
-                    if self.iteration % cfg.save_interval == 0:
-                        self.save()
-                    if cfg.max_time_s > 0 and self.elapsed_s >= cfg.max_time_s:
-                        log.info(
-                            "time budget of %.0f s reached at iteration %d", cfg.max_time_s, self.iteration
-                        )
-                        break
-        except KeyboardInterrupt:
-            log.warning("interrupted: saving a checkpoint at iteration %d", self.iteration)
-        finally:
-            self.save()
-            logger.close()
-        log.info(
-            "done: %d iterations, %d env steps in %.0f s; checkpoint in %s",
-            self.iteration,
-            self.env_steps,
-            self.elapsed_s,
-            self.run_dir / "checkpoints",
-        )
-        return last
+    def extra_tensors(self) -> dict[str, torch.Tensor]:
+        """The frozen base's weights, so a residual checkpoint is self-contained (replay is not saved)."""
+        return prefixed(self.base_module.state_dict(), "base") if self.base_module is not None else {}
 
     def _iterate(
         self, obs: dict[str, torch.Tensor], stats: EpisodeStats
@@ -321,8 +204,7 @@ class OffPolicyRunner:
             action = self.algo.act(obs)
             obs, reward, terminated, truncated, info = self.env.step(action)
             self.algo.process_step(obs, reward, terminated, truncated, info)
-            if "episode" in info:
-                stats.add(info["episode"])
+            stats.observe(info)
             if self.algo.ready():
                 for k, v in self.algo.update(obs).items():
                     totals[k] = totals.get(k, 0.0) + v
@@ -331,7 +213,7 @@ class OffPolicyRunner:
         update["updates"] = float(getattr(self.algo, "num_updates", 0))
         return obs, update, self.cfg.algo.steps_per_iteration * self.env.num_envs
 
-    def _maybe_eval(self) -> dict[str, float]:
+    def _after_iteration(self) -> dict[str, float]:
         if self.cfg.algo.name != "bc":
             return {}
         interval = self.cfg.algo.eval_interval

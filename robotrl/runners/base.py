@@ -1,0 +1,196 @@
+"""Runner base: the training loop, checkpoints, logging and progress shared by every algorithm.
+
+A subclass builds ``self.env`` and ``self.algo`` and implements ``_iterate`` (one
+iteration of data collection and updates). Everything else (resume, atomic checkpoints
+with metadata for export and deploy, JSONL/TensorBoard metrics, the progress bar, the
+wall-clock budget, saving on Ctrl-C) lives here once.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import logging
+import time
+from collections import defaultdict, deque
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+
+from robotrl.algos.base import Algorithm
+from robotrl.envs.base import VecEnv
+from robotrl.logging import MetricsLogger, TrainProgress
+from robotrl.runners.checkpoint import load_checkpoint, save_checkpoint
+
+log = logging.getLogger(__name__)
+
+
+def config_hash(config_yaml: str) -> str:
+    """Short sha256 of the resolved training config."""
+    return hashlib.sha256(config_yaml.encode()).hexdigest()[:16]
+
+
+class EpisodeStats:
+    """The last ``window`` finished episodes of every statistic, and the physics-failure count."""
+
+    def __init__(self, window: int = 100) -> None:
+        self._values: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=window))
+        self.count = 0
+        self.sim_resets = 0
+
+    def observe(self, info: dict[str, Any]) -> None:
+        """Fold a step's ``info`` in (``episode`` statistics and ``sim_resets``)."""
+        self.sim_resets += int(info.get("sim_resets", 0))
+        if "episode" in info:
+            self.add(info["episode"])
+
+    def add(self, episode: dict[str, torch.Tensor]) -> None:
+        """Fold ``(k,)`` tensors of ``k`` finished episodes in."""
+        for key, value in episode.items():
+            self._values[key].extend(value.detach().cpu().tolist())
+        self.count += len(next(iter(episode.values()))) if episode else 0
+
+    def means(self) -> dict[str, float]:
+        """``episode/<key>`` means over the window."""
+        return {f"episode/{k}": sum(v) / len(v) for k, v in self._values.items() if v}
+
+
+class Runner(abc.ABC):
+    """Owns the loop for ``self.algo`` on ``self.env``; writes everything to ``run_dir``.
+
+    Subclasses set ``env`` (the VecEnv the algorithm acts in), ``task_env`` (the task env
+    underneath any wrapper) and ``algo``, then implement ``_iterate``.
+    """
+
+    env: VecEnv
+    task_env: VecEnv
+    algo: Algorithm
+
+    def __init__(self, cfg: Any, run_dir: str | Path, config_yaml: str = "") -> None:
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.config_yaml = config_yaml or OmegaConf.to_yaml(OmegaConf.structured(cfg))
+        self.iteration = 0
+        self.env_steps = 0
+        self.elapsed_s = 0.0
+        torch.manual_seed(cfg.seed)
+
+    def _set_threads(self, device: torch.device) -> None:
+        threads = getattr(self.cfg, "torch_threads", 0)
+        if device.type == "cpu" and threads > 0:
+            torch.set_num_threads(threads)
+
+    @abc.abstractmethod
+    def _iterate(
+        self, obs: dict[str, torch.Tensor], stats: EpisodeStats
+    ) -> tuple[dict[str, torch.Tensor], dict[str, float], int]:
+        """One iteration: returns the latest obs, the update's metrics and the env steps taken."""
+
+    def _after_iteration(self) -> dict[str, float]:
+        """Extra metrics after an iteration (periodic evaluations)."""
+        return {}
+
+    # --- checkpoints -------------------------------------------------------------
+    def extra_meta(self) -> dict[str, Any]:
+        """Subclass additions to the checkpoint metadata."""
+        return {}
+
+    def extra_tensors(self) -> dict[str, torch.Tensor]:
+        """Subclass additions to the checkpoint tensors."""
+        return {}
+
+    def meta(self) -> dict[str, Any]:
+        """JSON metadata stored beside the weights (what eval, export and deploy read)."""
+        task_cfg = self.cfg.task
+        meta: dict[str, Any] = {
+            "task": {
+                "name": getattr(task_cfg, "name", type(self.task_env).__name__),
+                "config": asdict(task_cfg) if is_dataclass(task_cfg) and not isinstance(task_cfg, type) else {},
+            },
+            "policy": self.algo.policy_meta(),
+            "algo": self.cfg.algo.name,
+            "step_dt": self.env.step_dt,
+            "config_yaml": self.config_yaml,
+            "config_hash": config_hash(self.config_yaml),
+            "env_steps": self.env_steps,
+            "elapsed_s": self.elapsed_s,
+            "algo_state": self.algo.state_meta(),
+        }
+        task = getattr(self.task_env, "task", None)
+        if task is not None:
+            meta |= {
+                "obs_layout": [list(x) for x in task.obs_layout()],
+                "joint_names": task.joint_names,
+                "action_spec": task.action_spec(),
+            }
+        return meta | self.extra_meta()
+
+    def save(self) -> Path:
+        """Atomically write a checkpoint of the current iteration."""
+        tensors = {**self.algo.state_tensors(), **self.extra_tensors(), "rng.torch": torch.get_rng_state()}
+        gen = getattr(self.task_env, "gen", None)
+        if gen is not None:
+            tensors["rng.env"] = gen.get_state()
+        return save_checkpoint(self.run_dir / "checkpoints", self.iteration, tensors, self.meta())
+
+    def restore(self) -> bool:
+        """Continue from the newest checkpoint in ``run_dir``; False if there is none."""
+        if not (self.run_dir / "checkpoints" / "latest.json").is_file():
+            log.warning("resume=true but %s has no checkpoint yet; starting fresh", self.run_dir)
+            return False
+        tensors, meta = load_checkpoint(self.run_dir)
+        self.algo.load_state_tensors(tensors, meta)
+        torch.set_rng_state(tensors["rng.torch"])
+        gen = getattr(self.task_env, "gen", None)
+        if gen is not None and "rng.env" in tensors:
+            gen.set_state(tensors["rng.env"])
+        self.iteration, self.env_steps = meta["iteration"], meta["env_steps"]
+        self.elapsed_s = meta.get("elapsed_s", 0.0)
+        log.info("resumed from %s at iteration %d (%d env steps)", meta["name"], self.iteration, self.env_steps)
+        return True
+
+    # --- loop ----------------------------------------------------------------------
+    def learn(self) -> dict[str, float]:
+        """Run until ``max_iterations`` or ``max_time_s``; return the last logged metrics."""
+        cfg = self.cfg
+        if cfg.resume:
+            self.restore()
+        logger = MetricsLogger(self.run_dir, tensorboard=cfg.tensorboard)
+        stats = EpisodeStats()
+        obs = self.env.reset()
+        last: dict[str, float] = {}
+        start_wall = time.perf_counter() - self.elapsed_s
+        log.info("training %s with %s: %d worlds on %s, run dir %s", getattr(cfg.task, "name", "env"),
+                 cfg.algo.name, self.env.num_envs, self.env.device, self.run_dir)
+        try:
+            with TrainProgress(cfg.max_iterations, enabled=cfg.progress, start=self.iteration) as bar:
+                while self.iteration < cfg.max_iterations:
+                    t0 = time.perf_counter()
+                    obs, update, steps = self._iterate(obs, stats)
+                    self.iteration += 1
+                    self.elapsed_s = time.perf_counter() - start_wall
+                    self.env_steps += steps
+                    last = {
+                        "iteration": self.iteration, "time_s": self.elapsed_s,
+                        "perf/steps_per_s": steps / max(time.perf_counter() - t0, 1e-9),
+                        "sim_resets": stats.sim_resets, "episodes": stats.count, **stats.means(), **update,
+                    }
+                    last |= self._after_iteration()
+                    logger.log(self.env_steps, last)
+                    bar.update(self.iteration, last)
+                    if self.iteration % cfg.save_interval == 0:
+                        self.save()
+                    if cfg.max_time_s > 0 and self.elapsed_s >= cfg.max_time_s:
+                        log.info("time budget of %.0f s reached at iteration %d", cfg.max_time_s, self.iteration)
+                        break
+        except KeyboardInterrupt:
+            log.warning("interrupted: saving a checkpoint at iteration %d", self.iteration)
+        finally:
+            self.save()
+            logger.close()
+        log.info("done: %d iterations, %d env steps in %.0f s; checkpoint in %s", self.iteration,
+                 self.env_steps, self.elapsed_s, self.run_dir / "checkpoints")
+        return last
