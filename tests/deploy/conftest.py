@@ -1,6 +1,18 @@
-import pytest
+"""Deploy test fixtures. Every DDS participant in these tests stays on loopback.
 
-from tests.deploy.helpers import make_humanoid_checkpoint
+``CYCLONEDDS_URI`` is pinned to the loopback-only, no-multicast config before any
+participant exists, so in-process transports and every child process (which inherit the
+environment) confine discovery and data to 127.0.0.1, whatever a test passes.
+"""
+
+import os
+
+import pytest
+from robotrl.deploy.dds import LOCALHOST_CONFIG
+
+os.environ["CYCLONEDDS_URI"] = LOCALHOST_CONFIG
+
+from tests.deploy.helpers import make_humanoid_checkpoint  # noqa: E402 - after the URI pin
 
 
 @pytest.fixture(scope="session")

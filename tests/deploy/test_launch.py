@@ -125,7 +125,7 @@ def test_sim_launch_commands_run_with_ros_tail(humanoid_export, tmp_path):
         tail = ["--ros-args", "-r", f"__node:={n['name']}"]
         for p in n["params"]:
             tail += ["--params-file", p]
-        tail += ["-p", "duration_s:=4.0", "-p", "transport:=cyclonedds"]
+        tail += ["-p", "duration_s:=4.0", "-p", "transport:=cyclonedds", "-p", "localhost_only:=true"]
         procs.append(subprocess.Popen([sys.executable, "-m", module, *n["args"], *tail], env=env, cwd=REPO,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     for proc in procs:
