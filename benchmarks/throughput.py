@@ -119,6 +119,7 @@ def robotrl_env(seconds: float, n: int, threads: int, **task_kwargs: object) -> 
     from robotrl.envs.task_env import TaskEnv
     from robotrl.sim import SimConfig
 
+    torch.set_num_threads(1)  # what robotrl's runners use on CPU (see TrainConfig.torch_threads)
     env = TaskEnv(HumanoidConfig(randomize=False, obs_noise_std=0.0, action_delay_max=0, **task_kwargs),
                   SimConfig(num_envs=n, nthread=threads), seed=0)
     env.reset()

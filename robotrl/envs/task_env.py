@@ -38,7 +38,9 @@ class TaskEnv(VecEnv):
         n, dev = self.num_envs, self.device
         self.episode_step = torch.zeros(n, dtype=torch.long, device=dev)
         self.episode_return = torch.zeros(n, dtype=torch.float32, device=dev)
-        self.episode_terms: dict[str, torch.Tensor] = {}
+        self._term_names: tuple[str, ...] = ()
+        self._term_scales = torch.zeros(0, 1, device=dev)
+        self._episode_terms = torch.zeros(0, n, device=dev)
         self.total_sim_resets = 0
         delay_slots = task_cfg.action_delay_max + 1
         self._action_hist = torch.zeros(delay_slots, n, self.num_actions, device=dev)
@@ -67,27 +69,24 @@ class TaskEnv(VecEnv):
         self.task.update()
         self.episode_step += 1
 
-        terms = self.task.reward_terms(applied)
-        scaled = self._scale_terms(terms)
-        reward = torch.stack(list(scaled.values())).sum(0) if scaled else torch.zeros(self.num_envs)
+        scaled = self._scale_terms(self.task.reward_terms(applied))  # (K, N)
         terminated = self.task.terminated()
         truncated = self.episode_step >= self.max_episode_length
         if invalid.numel():
-            reward[invalid] = 0.0
-            for value in scaled.values():
-                value[invalid] = 0.0
+            scaled[:, invalid] = 0.0
             terminated[invalid] = True
             truncated[invalid] = False
             self.total_sim_resets += int(invalid.numel())
             log.warning("reset %d world(s) whose physics failed: %s", invalid.numel(), invalid.tolist()[:8])
-        reward = torch.nan_to_num(reward, nan=0.0, posinf=0.0, neginf=0.0)
+        scaled = torch.nan_to_num(scaled, nan=0.0, posinf=0.0, neginf=0.0)
+        reward = scaled.sum(0)
 
         self.episode_return += reward
-        for name, value in scaled.items():
-            self.episode_terms.setdefault(name, torch.zeros_like(reward)).add_(value)
+        self._episode_terms += scaled
         obs = self._observe()
         done = terminated | truncated
-        info: dict[str, Any] = {"reward_terms": scaled, "sim_resets": int(invalid.numel()), "final_obs": obs}
+        info: dict[str, Any] = {"reward_terms": dict(zip(self._term_names, scaled.unbind(0), strict=True)),
+                                "sim_resets": int(invalid.numel()), "final_obs": obs}
         done_ids = done.nonzero().squeeze(1)
         if done_ids.numel():
             info["episode"] = self._finish_episodes(done_ids)
@@ -104,15 +103,21 @@ class TaskEnv(VecEnv):
         self._action_hist[0] = action
         return self._action_hist[self._delay, self._arange]
 
-    def _scale_terms(self, terms: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        scales = self.cfg.reward_scales
-        missing = sorted(set(terms) - set(scales))
-        if missing:
-            raise KeyError(
-                f"Task {self.cfg.name!r} has reward terms without a scale: {missing}. "
-                f"Add them to task.reward_scales (known: {sorted(scales)})."
-            )
-        return {name: (scales[name] * value).float() for name, value in terms.items()}
+    def _scale_terms(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``(K, N)`` scaled terms, rows in ``self._term_names`` order (one stack, one multiply)."""
+        names = tuple(terms)
+        if names != self._term_names:
+            scales = self.cfg.reward_scales
+            missing = sorted(set(terms) - set(scales))
+            if missing:
+                raise KeyError(
+                    f"Task {self.cfg.name!r} has reward terms without a scale: {missing}. "
+                    f"Add them to task.reward_scales (known: {sorted(scales)})."
+                )
+            self._term_names = names
+            self._term_scales = torch.tensor([scales[n] for n in names], device=self.device).unsqueeze(1)
+            self._episode_terms = torch.zeros(len(names), self.num_envs, device=self.device)
+        return torch.stack([terms[n] for n in names]).float() * self._term_scales
 
     def _observe(self) -> Obs:
         obs = self.task.observe()
@@ -131,8 +136,9 @@ class TaskEnv(VecEnv):
         }
         for name, value in self.task.episode_metrics().items():
             stats[name] = value[ids].float()
-        for name, value in self.episode_terms.items():
-            stats[f"reward/{name}"] = value[ids].clone()
+        per_term = self._episode_terms[:, ids]
+        for row, name in enumerate(self._term_names):
+            stats[f"reward/{name}"] = per_term[row]
         return stats
 
     def _reset_ids(self, ids: torch.Tensor) -> None:
@@ -141,8 +147,7 @@ class TaskEnv(VecEnv):
         self.task.reset(ids, self.gen)
         self.episode_step[ids] = 0
         self.episode_return[ids] = 0.0
-        for value in self.episode_terms.values():
-            value[ids] = 0.0
+        self._episode_terms[:, ids] = 0.0
         self._action_hist[:, ids] = 0.0
         if self.cfg.action_delay_max > 0 and self.cfg.randomize:
             high = self.cfg.action_delay_max + 1

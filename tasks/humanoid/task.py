@@ -78,6 +78,7 @@ class HumanoidTask(Task):
         self.action = torch.zeros(n, self.action_dim, device=dev)
         self.prev_action = torch.zeros(n, self.action_dim, device=dev)
         self.steps = torch.zeros(n, dtype=torch.long, device=dev)
+        self._fwd_sum = torch.zeros(n, device=dev)
         self.friction_scale = torch.ones(n, device=dev)
         self.mass_scale = torch.ones(n, device=dev)
         self._base_friction = torch.as_tensor(model.geom_friction.copy(), device=dev)
@@ -101,7 +102,9 @@ class HumanoidTask(Task):
         self.steps[ids] = 0
         self.action[ids] = 0.0
         self.prev_action[ids] = 0.0
+        self._fwd_sum[ids] = 0.0
         self._resample(ids, gen)
+        self._state = self._base_state()
 
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Friction, link masses and motor strength per world."""
@@ -132,6 +135,8 @@ class HumanoidTask(Task):
             if pushed.numel():
                 kick = uniform(-self.cfg.push_vel, self.cfg.push_vel, (pushed.numel(), 2), self._gen, self.device)
                 self.qvel[pushed, :2] += kick.to(self.qvel.dtype)
+        self._state = self._base_state()
+        self._fwd_sum += self._state[0][:, 0]
 
     def _resample(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         k = ids.numel()
@@ -142,6 +147,10 @@ class HumanoidTask(Task):
 
     # --- signals ---------------------------------------------------------------------
     def _base_state(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Body-frame linear velocity, angular velocity and gravity, each ``(N, 3)``.
+
+        Computed once after physics (``update``) and after resets; the signals read the cache.
+        """
         quat = self.qpos[:, 3:7].float()
         lin_vel = quat_rotate_inverse(quat, self.qvel[:, :3].float())
         gravity = quat_rotate_inverse(quat, torch.tensor([0.0, 0.0, -1.0], device=self.device).expand_as(lin_vel))
@@ -149,7 +158,7 @@ class HumanoidTask(Task):
 
     def observe(self) -> dict[str, torch.Tensor]:
         """Proprioception + command; the critic also sees friction, mass and strength."""
-        lin_vel, ang_vel, gravity = self._base_state()
+        lin_vel, ang_vel, gravity = self._state
         policy = torch.cat(
             [
                 self.qpos[:, 2:3].float(),
@@ -177,7 +186,7 @@ class HumanoidTask(Task):
 
     def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
         """Named reward terms (see module docstring)."""
-        lin_vel, ang_vel, gravity = self._base_state()
+        lin_vel, ang_vel, gravity = self._state
         sigma = self.cfg.tracking_sigma
         lin_err = (lin_vel[:, 0] - self.command[:, 0]).square() + lin_vel[:, 1].square()
         yaw_err = (ang_vel[:, 2] - self.command[:, 1]).square()
@@ -198,13 +207,12 @@ class HumanoidTask(Task):
 
     def success(self) -> torch.Tensor:
         """Still standing and tracking forward speed within 0.3 m/s."""
-        lin_vel, _, _ = self._base_state()
+        lin_vel = self._state[0]
         return ~self.terminated() & ((lin_vel[:, 0] - self.command[:, 0]).abs() < 0.3)
 
     def episode_metrics(self) -> dict[str, torch.Tensor]:
-        """Forward speed in the body frame at episode end."""
-        lin_vel, _, _ = self._base_state()
-        return {"forward_vel": lin_vel[:, 0]}
+        """Mean forward speed (body frame, m/s) over the episode."""
+        return {"forward_vel": self._fwd_sum / self.steps.clamp(min=1)}
 
 
 TASK = HumanoidTask
