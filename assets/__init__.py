@@ -1,0 +1,1 @@
+"""Authored assets shipped as ``robotrl.assets`` (see README.md)."""

@@ -1,0 +1,1 @@
+"""Hydra config groups shipped as ``robotrl.configs`` (found via ``pkg://robotrl.configs``)."""
