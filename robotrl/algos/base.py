@@ -65,3 +65,55 @@ class Algorithm(abc.ABC):
     def state_meta(self) -> dict[str, Any]:
         """JSON-safe state (learning rate, optimizer hyperparameters)."""
         return {}
+
+
+class ReplayAlgorithm(Algorithm):
+    """Off-policy learners that replay every transition at a fixed update-to-data ratio.
+
+    Each env step owes ``cfg.utd`` gradient steps once ``cfg.learning_starts`` transitions
+    are stored. Subclasses provide ``policy`` (with an ``obs_norm``), ``replay`` (``add(obs, action,
+    reward, next_obs, terminated, truncated)``, ``len``), ``cfg``, an ``act`` that sets
+    ``self._pending = {"obs": (B, P), "action": (B, A)}``, and ``gradient_step``.
+    """
+
+    replay: Any
+    cfg: Any
+    _pending: dict[str, torch.Tensor]
+    _credit: float
+
+    def process_step(
+        self,
+        obs: dict[str, torch.Tensor],
+        reward: torch.Tensor,
+        terminated: torch.Tensor,
+        truncated: torch.Tensor,
+        info: dict[str, Any],
+    ) -> None:
+        """Store the transition (next obs = the pre-reset ``final_obs``) and update the normalizer."""
+        from robotrl.policies.normalizer import RunningNorm
+
+        next_obs = info["final_obs"]["policy"] if "final_obs" in info else obs["policy"]
+        self.replay.add(self._pending["obs"], self._pending["action"], reward, next_obs, terminated, truncated)
+        obs_norm = getattr(self.policy, "obs_norm", None)
+        if isinstance(obs_norm, RunningNorm):
+            obs_norm.update(self._pending["obs"])
+        if len(self.replay) >= self.cfg.learning_starts:
+            self._credit += self.cfg.utd
+
+    def ready(self) -> bool:
+        """Learning has started and at least one gradient step is owed."""
+        return len(self.replay) >= max(self.cfg.learning_starts, 1) and self._credit >= 1.0
+
+    def update(self, obs: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Run the owed ``floor(credit)`` gradient steps (credit grows by ``utd`` per env step)."""
+        n = int(self._credit)
+        self._credit -= n
+        totals: dict[str, float] = {}
+        for _ in range(n):
+            for k, v in self.gradient_step().items():
+                totals[k] = totals.get(k, 0.0) + v / n
+        return totals
+
+    @abc.abstractmethod
+    def gradient_step(self) -> dict[str, float]:
+        """One gradient step on a sampled batch; scalar statistics."""

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from robotrl.algos import functional as F
-from robotrl.algos.base import Algorithm
+from robotrl.algos.base import ReplayAlgorithm
 from robotrl.policies.frozen import FrozenPolicy
 from robotrl.policies.normalizer import RunningNorm
 from robotrl.policies.offpolicy import QEnsemble, ResidualActor
@@ -132,7 +132,7 @@ def relabel_base_actions(
     return base_actions, next_base_actions
 
 
-class Residual(Algorithm):
+class Residual(ReplayAlgorithm):
     """ResFiT / RLPD learner (see module docstring and ``Algorithm``).
 
     Args:
@@ -198,38 +198,6 @@ class Residual(Algorithm):
             action = (action + self._noise(action.shape, self.cfg.explore_sigma)).clamp(-1.0, 1.0)
         self._pending = {"obs": o, "action": action}
         return action
-
-    def process_step(
-        self,
-        obs: dict[str, torch.Tensor],
-        reward: torch.Tensor,
-        terminated: torch.Tensor,
-        truncated: torch.Tensor,
-        info: dict[str, Any],
-    ) -> None:
-        """Store the transition (bootstrapping from the pre-reset ``final_obs``)."""
-        next_obs = info["final_obs"]["policy"] if "final_obs" in info else obs["policy"]
-        self.replay.add(
-            self._pending["obs"], self._pending["action"], reward, next_obs, terminated, truncated
-        )
-        if isinstance(self.policy.obs_norm, RunningNorm):
-            self.policy.obs_norm.update(self._pending["obs"])
-        if len(self.replay) >= self.cfg.learning_starts:
-            self._credit += self.cfg.utd
-
-    def ready(self) -> bool:
-        """Enough online data and at least one gradient step owed."""
-        return len(self.replay) >= max(self.cfg.learning_starts, 1) and self._credit >= 1.0
-
-    def update(self, obs: dict[str, torch.Tensor]) -> dict[str, float]:
-        """Run the owed gradient steps (``utd`` per env step)."""
-        n = int(self._credit)
-        self._credit -= n
-        totals: dict[str, float] = {}
-        for _ in range(n):
-            for k, v in self.gradient_step().items():
-                totals[k] = totals.get(k, 0.0) + v / n
-        return totals
 
     def critic_target_value(self, next_obs: torch.Tensor) -> torch.Tensor:
         """REDQ target ``min_{2 random heads} Q'(s', a')`` with TD3 target smoothing; ``(B,)``."""

@@ -16,8 +16,7 @@ from typing import Any
 import torch
 
 from robotrl.algos import functional as F
-from robotrl.algos.base import Algorithm
-from robotrl.policies.normalizer import RunningNorm
+from robotrl.algos.base import ReplayAlgorithm
 from robotrl.policies.offpolicy import QEnsemble, TanhGaussianActor
 from robotrl.runners.checkpoint import optimizer_tensors, prefixed, restore_optimizer, strip
 from robotrl.storage.replay import ReplayBuffer
@@ -73,7 +72,7 @@ class SACConfig:
     max_grad_norm: float = 0.0
 
 
-class SAC(Algorithm):
+class SAC(ReplayAlgorithm):
     """Soft actor-critic over a shared replay of ``num_envs`` worlds (see ``Algorithm``).
 
     Args:
@@ -129,38 +128,6 @@ class SAC(Algorithm):
                 action, _ = self.policy.sample(o)
         self._pending = {"obs": o, "action": action}
         return action
-
-    def process_step(
-        self,
-        obs: dict[str, torch.Tensor],
-        reward: torch.Tensor,
-        terminated: torch.Tensor,
-        truncated: torch.Tensor,
-        info: dict[str, Any],
-    ) -> None:
-        """Store the transition (next obs = pre-reset ``final_obs``) and update normalizers."""
-        next_obs = info["final_obs"]["policy"] if "final_obs" in info else obs["policy"]
-        self.replay.add(
-            self._pending["obs"], self._pending["action"], reward, next_obs, terminated, truncated
-        )
-        if isinstance(self.policy.obs_norm, RunningNorm):
-            self.policy.obs_norm.update(self._pending["obs"])
-        if len(self.replay) >= self.cfg.learning_starts:
-            self._credit += self.cfg.utd
-
-    def ready(self) -> bool:
-        """Learning has started and at least one gradient step is owed."""
-        return len(self.replay) >= max(self.cfg.learning_starts, 1) and self._credit >= 1.0
-
-    def update(self, obs: dict[str, torch.Tensor]) -> dict[str, float]:
-        """Run the owed ``floor(credit)`` gradient steps (credit grows by ``utd`` per env step)."""
-        n = int(self._credit)
-        self._credit -= n
-        totals: dict[str, float] = {}
-        for _ in range(n):
-            for k, v in self.gradient_step().items():
-                totals[k] = totals.get(k, 0.0) + v / n
-        return totals
 
     def gradient_step(self) -> dict[str, float]:
         """One critic, actor, temperature and target update on a fresh batch."""
