@@ -78,6 +78,7 @@ class ReplayAlgorithm(Algorithm):
 
     replay: Any
     cfg: Any
+    num_updates: int
     _pending: dict[str, torch.Tensor]
     _credit: float
 
@@ -117,3 +118,41 @@ class ReplayAlgorithm(Algorithm):
     @abc.abstractmethod
     def gradient_step(self) -> dict[str, float]:
         """One gradient step on a sampled batch; scalar statistics."""
+
+    @abc.abstractmethod
+    def _modules(self) -> dict[str, torch.nn.Module]:
+        """Networks to checkpoint (policy, critics, targets), by name."""
+
+    @abc.abstractmethod
+    def _optims(self) -> dict[str, torch.optim.Optimizer]:
+        """Optimizers to checkpoint, by name."""
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """Every network and Adam state (not the replay, which restarts empty on resume)."""
+        from robotrl.runners.checkpoint import optimizer_tensors, prefixed
+
+        out: dict[str, torch.Tensor] = {}
+        for name, module in self._modules().items():
+            out.update(prefixed(module.state_dict(), name))
+        for name, opt in self._optims().items():
+            out.update(prefixed(optimizer_tensors(opt)[0], f"optim_{name}"))
+        return out
+
+    def state_meta(self) -> dict[str, Any]:
+        """Update count and optimizer hyperparameters."""
+        from robotrl.runners.checkpoint import optimizer_tensors
+
+        return {"num_updates": self.num_updates,
+                "optim": {name: optimizer_tensors(opt)[1] for name, opt in self._optims().items()}}
+
+    def load_state_tensors(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
+        """Inverse of ``state_tensors`` plus ``state_meta``."""
+        from robotrl.runners.checkpoint import restore_optimizer, strip
+
+        for name, module in self._modules().items():
+            module.load_state_dict(strip(tensors, name))
+        algo_meta = meta.get("algo_state", {})
+        for name, opt in self._optims().items():
+            if name in algo_meta.get("optim", {}):
+                restore_optimizer(opt, strip(tensors, f"optim_{name}"), algo_meta["optim"][name])
+        self.num_updates = algo_meta.get("num_updates", 0)

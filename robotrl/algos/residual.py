@@ -25,7 +25,6 @@ from robotrl.algos.base import ReplayAlgorithm
 from robotrl.policies.frozen import FrozenPolicy
 from robotrl.policies.normalizer import RunningNorm
 from robotrl.policies.offpolicy import QEnsemble, ResidualActor
-from robotrl.runners.checkpoint import optimizer_tensors, prefixed, restore_optimizer, strip
 from robotrl.storage.demos import Episode
 from robotrl.storage.replay import MixedSampler, ReplayBuffer
 
@@ -254,33 +253,6 @@ class Residual(ReplayAlgorithm):
     def _optims(self) -> dict[str, torch.optim.Optimizer]:
         return {"actor": self.actor_opt, "critic": self.critic_opt}
 
-    def state_tensors(self) -> dict[str, torch.Tensor]:
-        """Actor, critic, their targets and Adam states (not the replay)."""
-        out = {
-            **prefixed(self.policy.state_dict(), "policy"),
-            **prefixed(self.critic.state_dict(), "critic"),
-            **prefixed(self.actor_target.state_dict(), "actor_target"),
-            **prefixed(self.critic_target.state_dict(), "critic_target"),
-        }
-        for name, opt in self._optims().items():
-            out.update(prefixed(optimizer_tensors(opt)[0], f"optim_{name}"))
-        return out
-
-    def state_meta(self) -> dict[str, Any]:
-        """Update count and optimizer hyperparameters."""
-        return {
-            "num_updates": self.num_updates,
-            "optim": {name: optimizer_tensors(opt)[1] for name, opt in self._optims().items()},
-        }
-
-    def load_state_tensors(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
-        """Inverse of ``state_tensors``; the online replay restarts empty."""
-        self.policy.load_state_dict(strip(tensors, "policy"))
-        self.critic.load_state_dict(strip(tensors, "critic"))
-        self.actor_target.load_state_dict(strip(tensors, "actor_target"))
-        self.critic_target.load_state_dict(strip(tensors, "critic_target"))
-        algo_meta = meta.get("algo_state", {})
-        for name, opt in self._optims().items():
-            if name in algo_meta.get("optim", {}):
-                restore_optimizer(opt, strip(tensors, f"optim_{name}"), algo_meta["optim"][name])
-        self.num_updates = algo_meta.get("num_updates", 0)
+    def _modules(self) -> dict[str, torch.nn.Module]:
+        return {"policy": self.policy, "critic": self.critic, "actor_target": self.actor_target,
+                "critic_target": self.critic_target}

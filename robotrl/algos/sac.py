@@ -18,7 +18,6 @@ import torch
 from robotrl.algos import functional as F
 from robotrl.algos.base import ReplayAlgorithm
 from robotrl.policies.offpolicy import QEnsemble, TanhGaussianActor
-from robotrl.runners.checkpoint import optimizer_tensors, prefixed, restore_optimizer, strip
 from robotrl.storage.replay import ReplayBuffer
 
 
@@ -181,34 +180,15 @@ class SAC(ReplayAlgorithm):
     def _optims(self) -> dict[str, torch.optim.Optimizer]:
         return {"actor": self.actor_opt, "critic": self.critic_opt, "alpha": self.alpha_opt}
 
-    def state_tensors(self) -> dict[str, torch.Tensor]:
-        """Actor, critics, target critics, temperature and Adam states (not the replay)."""
-        out = {
-            **prefixed(self.policy.state_dict(), "policy"),
-            **prefixed(self.critic.state_dict(), "critic"),
-            **prefixed(self.critic_target.state_dict(), "critic_target"),
-            "log_alpha": self.log_alpha.detach(),
-        }
-        for name, opt in self._optims().items():
-            out.update(prefixed(optimizer_tensors(opt)[0], f"optim_{name}"))
-        return out
+    def _modules(self) -> dict[str, torch.nn.Module]:
+        return {"policy": self.policy, "critic": self.critic, "critic_target": self.critic_target}
 
-    def state_meta(self) -> dict[str, Any]:
-        """Optimizer hyperparameters and the update count."""
-        return {
-            "num_updates": self.num_updates,
-            "optim": {name: optimizer_tensors(opt)[1] for name, opt in self._optims().items()},
-        }
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """The shared replay-learner state plus the entropy temperature."""
+        return super().state_tensors() | {"log_alpha": self.log_alpha.detach()}
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
         """Inverse of ``state_tensors``; the replay restarts empty (filled again before learning)."""
-        self.policy.load_state_dict(strip(tensors, "policy"))
-        self.critic.load_state_dict(strip(tensors, "critic"))
-        self.critic_target.load_state_dict(strip(tensors, "critic_target"))
+        super().load_state_tensors(tensors, meta)
         with torch.no_grad():
             self.log_alpha.copy_(tensors["log_alpha"])
-        algo_meta = meta.get("algo_state", {})
-        for name, opt in self._optims().items():
-            if name in algo_meta.get("optim", {}):
-                restore_optimizer(opt, strip(tensors, f"optim_{name}"), algo_meta["optim"][name])
-        self.num_updates = algo_meta.get("num_updates", 0)
