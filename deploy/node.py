@@ -39,7 +39,7 @@ import numpy as np
 from robotrl.deploy import msgs
 from robotrl.deploy.observation import RobotState, required_inputs
 from robotrl.deploy.outputs import OutputAdapter
-from robotrl.deploy.params import check_known, parse_args
+from robotrl.deploy.params import console_front
 from robotrl.deploy.profile import RobotProfile, load_profile
 from robotrl.deploy.runtime import OnnxPolicy
 from robotrl.deploy.safety import Mode, SafetyChain
@@ -328,17 +328,11 @@ class PolicyNode:
 
 def main(argv: list[str] | None = None) -> int:
     """Console script ``robotrl-deploy``; see the module docstring."""
-    argv = sys.argv[1:] if argv is None else argv
-    if "-h" in argv or "--help" in argv:
-        print(__doc__)  # noqa: T201 (CLI entry point)
-        return 0
-    try:
-        args = parse_args(argv, "robotrl_deploy")
-        params = check_known(args.params, DEFAULTS, "robotrl-deploy")
-    except ValueError as exc:
-        print(f"robotrl-deploy: {exc}", file=sys.stderr)  # noqa: T201 (CLI entry point)
-        return 2
-    logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
+    front = console_front(sys.argv[1:] if argv is None else argv, __doc__ or "", "robotrl_deploy", DEFAULTS,
+                          "robotrl-deploy")
+    if isinstance(front, int):
+        return front
+    args, params = front
     params["remap"] = args.remap
     node = PolicyNode(params)
     signal.signal(signal.SIGINT, node.request_stop)

@@ -15,6 +15,8 @@ Values are parsed as YAML scalars (``true``, ``3``, ``0.5``, ``[1, 2]``).
 
 from __future__ import annotations
 
+import logging
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,3 +144,25 @@ def check_known(params: dict[str, Any], known: dict[str, Any], program: str) -> 
     if unknown:
         raise ValueError(f"{program}: unknown parameter(s) {unknown}; valid: {sorted(known)}.")
     return {**known, **params}
+
+
+def console_front(
+    argv: list[str], doc: str, node_name: str, defaults: dict[str, Any], program: str
+) -> tuple[RosArgs, dict[str, Any]] | int:
+    """Shared front end of the console scripts: ``--help``, the ROS tail, known keys, logging.
+
+    Returns:
+        ``(args, params)`` to run with, or an exit code (0 after ``--help``, 2 on bad arguments).
+
+    """
+    if "-h" in argv or "--help" in argv:
+        print(doc)  # noqa: T201 (CLI entry point)
+        return 0
+    try:
+        args = parse_args(argv, node_name)
+        params = check_known(args.params, defaults, program)
+    except ValueError as exc:
+        print(f"{program}: {exc}", file=sys.stderr)  # noqa: T201 (CLI entry point)
+        return 2
+    logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
+    return args, params

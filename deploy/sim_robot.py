@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from robotrl.deploy import msgs
 from robotrl.deploy.observation import quat_rotate_inverse
-from robotrl.deploy.params import check_known, parse_args
+from robotrl.deploy.params import console_front
 from robotrl.deploy.profile import load_profile
 from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS, make_transport
 
@@ -205,17 +205,11 @@ class SimRobot:
 
 def main(argv: list[str] | None = None) -> int:
     """Console script ``robotrl-sim-robot``; see the module docstring."""
-    argv = sys.argv[1:] if argv is None else argv
-    if "-h" in argv or "--help" in argv:
-        print(__doc__)  # noqa: T201 (CLI entry point)
-        return 0
-    try:
-        args = parse_args(argv, "robotrl_sim_robot")
-        params = check_known(args.params, DEFAULTS, "robotrl-sim-robot")
-    except ValueError as exc:
-        print(f"robotrl-sim-robot: {exc}", file=sys.stderr)  # noqa: T201 (CLI entry point)
-        return 2
-    logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
+    front = console_front(sys.argv[1:] if argv is None else argv, __doc__ or "", "robotrl_sim_robot", DEFAULTS,
+                          "robotrl-sim-robot")
+    if isinstance(front, int):
+        return front
+    _, params = front
     robot = SimRobot(params)
     signal.signal(signal.SIGINT, robot.request_stop)
     signal.signal(signal.SIGTERM, robot.request_stop)
