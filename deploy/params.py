@@ -162,7 +162,8 @@ def console_front(
         args = parse_args(argv, node_name)
         params = check_known(args.params, defaults, program)
     except ValueError as exc:
-        print(f"{program}: {exc}", file=sys.stderr)  # noqa: T201 (CLI entry point)
+        message = str(exc) if str(exc).startswith(program) else f"{program}: {exc}"
+        print(message, file=sys.stderr)  # noqa: T201 (CLI entry point)
         return 2
     logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
     return args, params
