@@ -17,13 +17,11 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import mujoco
 import torch
 from robotrl.tasks.driving.config import DrivingConfig
 
@@ -31,22 +29,8 @@ from robotrl.envs.task_env import TaskEnv
 from robotrl.sim.backend import SimConfig
 
 RESULTS = Path(__file__).resolve().parent / "results" / "driving.json"
-
-
-def machine() -> dict:
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {
-        "machine_cpu": cpu,
-        "machine_cores": os.cpu_count(),
-        "torch": torch.__version__,
-        "mujoco": mujoco.__version__,
-        "python": platform.python_version(),
-    }
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine  # noqa: E402
 
 
 def throughput(num_envs: int = 64, steps: int = 300, repeats: int = 5, **overrides) -> tuple[float, float]:
