@@ -44,7 +44,7 @@ def make_policy(tmp: Path) -> Path:
     from robotrl.envs.task_env import TaskEnv
     from robotrl.export.onnx import export_policy
     from robotrl.policies.mlp import ActorCritic, PolicyConfig
-    from robotrl.runners.checkpoint import prefixed, save_checkpoint
+    from robotrl.storage.checkpoint import prefixed, save_checkpoint
     from robotrl.sim.backend import SimConfig
 
     cfg = HumanoidConfig()

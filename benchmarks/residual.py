@@ -40,7 +40,7 @@ from robotrl.algos.residual import Residual, ResidualConfig, relabel_base_action
 from robotrl.envs.reach import PointReach, ReachConfig  # noqa: E402
 from robotrl.envs.residual import BaseActionEnv  # noqa: E402
 from robotrl.policies.frozen import ZeroPolicy  # noqa: E402
-from robotrl.runners.collect import collect  # noqa: E402
+from robotrl.data.collect import collect  # noqa: E402
 from robotrl.runners.off_policy import evaluate_success  # noqa: E402
 from robotrl.storage.demos import demos_to_buffer  # noqa: E402
 
@@ -139,7 +139,7 @@ def part_sac_ppo(seconds: float, algos: list[str], episodes: int = 16) -> tuple[
 
     from robotrl.config import register_configs
     from robotrl.envs.task_env import TaskEnv
-    from robotrl.logging import read_metrics
+    from robotrl.monitoring import read_metrics
     from robotrl.runners import make_runner
     from robotrl.runners.evaluate import run_episodes
     from robotrl.sim import SimConfig

@@ -36,15 +36,24 @@ NEEDS = {"base_height": "odom", "base_lin_vel": "odom", "projected_gravity": "im
 CMD_TIMEOUT_S = 0.5
 
 
-def quat_rotate_inverse(q_xyzw: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate world vector ``v`` (3,) into the frame of unit quaternion ``q`` (x, y, z, w)."""
-    x, y, z, w = (float(c) for c in q_xyzw)
+def quat_rotate_inverse_wxyz(q_wxyz: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate world vector ``v`` (3,) into the frame of unit quaternion ``q`` (w, x, y, z).
+
+    Same convention and name as ``robotrl.rotations.quat_rotate_inverse_wxyz`` (MuJoCo's
+    order). ROS messages carry (x, y, z, w); ``wxyz_from_ros`` converts at the boundary.
+    """
+    w, x, y, z = (float(c) for c in q_wxyz)
     vx, vy, vz = (float(c) for c in v)
     a = 2.0 * w * w - 1.0
     dot2 = 2.0 * (x * vx + y * vy + z * vz)
     cx, cy, cz = y * vz - z * vy, z * vx - x * vz, x * vy - y * vx  # u x v
     return np.array([vx * a - cx * 2.0 * w + x * dot2, vy * a - cy * 2.0 * w + y * dot2,
                      vz * a - cz * 2.0 * w + z * dot2])
+
+
+def wxyz_from_ros(q: Any) -> np.ndarray:
+    """``(4,)`` (w, x, y, z) from a ROS ``geometry_msgs/Quaternion`` (fields x, y, z, w)."""
+    return np.array([q.w, q.x, q.y, q.z], dtype=np.float64)
 
 
 def _finite(*values: Any) -> bool:
@@ -56,7 +65,7 @@ class RobotState:
 
     Attributes:
         joint_pos, joint_vel: ``(A,)`` float64.
-        quat: ``(4,)`` x, y, z, w. ang_vel, base_pos, lin_vel: ``(3,)``. command: ``(2,)``.
+        quat: ``(4,)`` w, x, y, z (MuJoCo order). ang_vel, base_pos, lin_vel: ``(3,)``. command: ``(2,)``.
         stamp: input name -> monotonic receive time of the last accepted message (absent: never).
         header_time: input name -> ``header.stamp`` (s) of the last accepted message.
         rejected: Counter of dropped messages by ``"<input>/<reason>"``.
@@ -78,7 +87,7 @@ class RobotState:
         self.vmax = np.asarray(vel_limits, dtype=np.float64)[order] * vel_factor
         n = len(policy_joints)
         self.joint_pos, self.joint_vel = np.zeros(n), np.zeros(n)
-        self.quat = np.array([0.0, 0.0, 0.0, 1.0])
+        self.quat = np.array([1.0, 0.0, 0.0, 0.0])
         self.ang_vel, self.base_pos, self.lin_vel = np.zeros(3), np.zeros(3), np.zeros(3)
         self.command = np.zeros(2)
         self.stamp: dict[str, float] = {}
@@ -117,7 +126,7 @@ class RobotState:
 
     def ingest_imu(self, msg: Any, now: float) -> bool:
         """Validate and apply an Imu message."""
-        q = np.array([msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w])
+        q = wxyz_from_ros(msg.orientation)
         w = np.array([msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z])
         if not _finite(q, w):
             return self._reject("imu", "nan")
@@ -162,7 +171,7 @@ class RobotState:
 
     def tilt(self) -> float:
         """Angle (rad) between the body z axis and world up."""
-        g = quat_rotate_inverse(self.quat, np.array([0.0, 0.0, -1.0]))
+        g = quat_rotate_inverse_wxyz(self.quat, np.array([0.0, 0.0, -1.0]))
         return float(math.acos(max(-1.0, min(1.0, -g[2]))))
 
 
@@ -187,7 +196,7 @@ def build_observation(obs_terms: list[dict[str, Any]], state: RobotState, last_a
     command = state.command if state.age("cmd_vel", now) <= CMD_TIMEOUT_S else np.zeros(2)
     values = {
         "base_height": state.base_pos[2:3],
-        "projected_gravity": quat_rotate_inverse(state.quat, np.array([0.0, 0.0, -1.0])),
+        "projected_gravity": quat_rotate_inverse_wxyz(state.quat, np.array([0.0, 0.0, -1.0])),
         "base_lin_vel": state.lin_vel,
         "base_ang_vel": state.ang_vel,
         "joint_pos": state.joint_pos,

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 from robotrl.deploy import msgs
-from robotrl.deploy.observation import quat_rotate_inverse
+from robotrl.deploy.observation import quat_rotate_inverse_wxyz
 from robotrl.deploy.params import console_front
 from robotrl.deploy.profile import load_profile
 from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS, make_transport
@@ -139,7 +139,7 @@ class SimRobot:
                                               angular_velocity=ang,
                                               linear_acceleration_covariance=[-1.0] + cov[1:]))
             if self.pub_odom:
-                lin = quat_rotate_inverse(np.array([x, y, z, w]), qvel[0:3])
+                lin = quat_rotate_inverse_wxyz(qpos[3:7], qvel[0:3])
                 odom = msgs.Odometry(header=msgs.Header(header.stamp, "odom"), child_frame_id=self.root)
                 odom.pose.pose = msgs.Pose(msgs.Point(*qpos[0:3].tolist()), quat)
                 odom.twist.twist = msgs.Twist(msgs.Vector3(*lin.tolist()), ang)

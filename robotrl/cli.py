@@ -21,7 +21,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from robotrl.config import register_configs
-from robotrl.logging import setup_logging
+from robotrl.monitoring import setup_logging
 
 log = logging.getLogger("robotrl.cli")
 
@@ -31,7 +31,7 @@ USAGE = __doc__ or ""
 # subcommand -> "module:function" taking argv (plain, non-Hydra subcommands)
 _PLAIN: dict[str, str] = {
     "export": "robotrl.export.cli:main",
-    "collect": "robotrl.runners.collect:main",
+    "collect": "robotrl.data.collect:main",
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from typing import Any
 
 from robotrl.tasks.base import Task, TaskConfig
 
@@ -48,4 +49,21 @@ def config_class(name: str) -> type[TaskConfig]:
     return importlib.import_module(_REGISTRY[name] + ".config").CONFIG
 
 
-__all__ = ["Task", "TaskConfig", "available", "config_class", "task_class"]
+def task_config_from_meta(meta: dict[str, Any], **overrides: Any) -> TaskConfig:
+    """Rebuild the typed task config stored in a checkpoint's metadata, with ``overrides`` applied.
+
+    Raises:
+        KeyError: an override names a field the task's config does not have (valid fields listed).
+
+    """
+    name = meta["task"]["name"]
+    schema = config_class(name)
+    known = set(getattr(schema, "__dataclass_fields__", {}))
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise KeyError(f"Task {name!r} has no config field(s) {unknown}. Valid fields: {', '.join(sorted(known))}.")
+    values = {**meta["task"]["config"], **overrides}
+    return schema(**values)
+
+
+__all__ = ["Task", "TaskConfig", "available", "config_class", "task_class", "task_config_from_meta"]

@@ -129,7 +129,7 @@ class ReplayAlgorithm(Algorithm):
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
         """Every network and Adam state (not the replay, which restarts empty on resume)."""
-        from robotrl.runners.checkpoint import optimizer_tensors, prefixed
+        from robotrl.storage.checkpoint import optimizer_tensors, prefixed
 
         out: dict[str, torch.Tensor] = {}
         for name, module in self._modules().items():
@@ -140,14 +140,14 @@ class ReplayAlgorithm(Algorithm):
 
     def state_meta(self) -> dict[str, Any]:
         """Update count and optimizer hyperparameters."""
-        from robotrl.runners.checkpoint import optimizer_tensors
+        from robotrl.storage.checkpoint import optimizer_tensors
 
         return {"num_updates": self.num_updates,
                 "optim": {name: optimizer_tensors(opt)[1] for name, opt in self._optims().items()}}
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
         """Inverse of ``state_tensors`` plus ``state_meta``."""
-        from robotrl.runners.checkpoint import restore_optimizer, strip
+        from robotrl.storage.checkpoint import restore_optimizer, strip
 
         for name, module in self._modules().items():
             module.load_state_dict(strip(tensors, name))

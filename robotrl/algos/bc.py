@@ -17,7 +17,7 @@ import torch
 from robotrl.algos.base import Algorithm
 from robotrl.policies.frozen import ChunkExecutor
 from robotrl.policies.offpolicy import ChunkPolicy
-from robotrl.runners.checkpoint import optimizer_tensors, prefixed, restore_optimizer, strip
+from robotrl.storage.checkpoint import optimizer_tensors, prefixed, restore_optimizer, strip
 from robotrl.storage.demos import Episode
 
 LOSSES = ("l1", "mse")

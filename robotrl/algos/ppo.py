@@ -15,7 +15,7 @@ import torch
 from robotrl.algos import functional as F
 from robotrl.algos.base import Algorithm
 from robotrl.policies.mlp import ActorCritic
-from robotrl.runners.checkpoint import optimizer_tensors, prefixed, restore_optimizer, strip
+from robotrl.storage.checkpoint import optimizer_tensors, prefixed, restore_optimizer, strip
 from robotrl.storage.rollout import RolloutStorage
 
 SCHEDULES = ("adaptive", "fixed")

@@ -25,7 +25,7 @@ from robotrl.deploy.spec import FORMAT, SPEC_VERSION, sha256_file
 from robotrl.policies.io import load_policy
 from robotrl.policies.mlp import ActorCritic
 from robotrl.policies.normalizer import RunningNorm
-from robotrl.runners.checkpoint import resolve
+from robotrl.storage.checkpoint import resolve
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +46,13 @@ def code_version() -> str:
 
 def _task_model_info(meta: dict[str, Any]) -> tuple[list | None, list | None]:
     """Observation terms from the task's deploy hook, and the actuated joints' ranges."""
-    from robotrl.runners.evaluate import task_config_from_meta
-    from robotrl.tasks import task_class
+    from robotrl.tasks import task_class, task_config_from_meta
 
     name = meta["task"]["name"]
     task = task_class(name)(task_config_from_meta(meta), 1, torch.device("cpu"))
     model = task.build_model()
     terms = None
-    hook = f"robotrl.tasks.{name}.deploy"
+    hook = f"robotrl.tasks.{name}.robot_io"
     if importlib.util.find_spec(hook) is not None:
         terms = importlib.import_module(hook).obs_terms(model)
     else:

@@ -236,7 +236,7 @@ def eval_module(
 
     Residual checkpoints carry their base (``meta["base_policy"]``, tensors ``base.*``).
     """
-    from robotrl.runners.checkpoint import strip
+    from robotrl.storage.checkpoint import strip
 
     p = meta["policy"]
     if p["kind"] == "residual":
@@ -271,7 +271,7 @@ def load_frozen(
         ValueError: the checkpoint holds a residual policy (not a base).
 
     """
-    from robotrl.runners.checkpoint import load_checkpoint, strip
+    from robotrl.storage.checkpoint import load_checkpoint, strip
 
     tensors, meta = load_checkpoint(path, device=device)
     p = meta.get("policy", {})

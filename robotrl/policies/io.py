@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from robotrl.policies.mlp import ActorCritic, PolicyConfig
-from robotrl.runners.checkpoint import load_checkpoint, strip
+from robotrl.storage.checkpoint import load_checkpoint, strip
 
 
 def policy_from_meta(meta: dict[str, Any]) -> ActorCritic:

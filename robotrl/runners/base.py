@@ -22,8 +22,8 @@ from omegaconf import OmegaConf
 
 from robotrl.algos.base import Algorithm
 from robotrl.envs.base import VecEnv
-from robotrl.logging import MetricsLogger, TrainProgress
-from robotrl.runners.checkpoint import load_checkpoint, save_checkpoint
+from robotrl.monitoring import MetricsLogger, TrainProgress
+from robotrl.storage.checkpoint import load_checkpoint, save_checkpoint
 
 log = logging.getLogger(__name__)
 

@@ -12,18 +12,11 @@ import torch
 
 from robotrl.envs.task_env import TaskEnv
 from robotrl.policies.io import load_policy
-from robotrl.runners.checkpoint import resolve
+from robotrl.storage.checkpoint import resolve
 from robotrl.sim.backend import SimConfig
-from robotrl.tasks import config_class
+from robotrl.tasks import task_config_from_meta
 
 log = logging.getLogger(__name__)
-
-
-def task_config_from_meta(meta: dict[str, Any], **overrides: Any) -> Any:
-    """Rebuild the typed task config stored in a checkpoint, with ``overrides`` applied."""
-    name = meta["task"]["name"]
-    values = {**meta["task"]["config"], **overrides}
-    return config_class(name)(**values)
 
 
 def run_episodes(env: TaskEnv, policy: Any, episodes: int, deterministic: bool = True,
@@ -59,7 +52,7 @@ def plot_learning_curve(run_dir: Path, out_path: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from robotrl.logging import read_metrics
+    from robotrl.monitoring import read_metrics
 
     if not (run_dir / "metrics.jsonl").is_file():
         log.warning("no metrics.jsonl in %s: skipping the learning curve", run_dir)

@@ -21,7 +21,7 @@ from robotrl.algos.base import Algorithm
 from robotrl.envs.base import VecEnv
 from robotrl.policies.frozen import ChunkExecutor, FrozenPolicy, load_frozen
 from robotrl.runners.base import EpisodeStats, Runner
-from robotrl.runners.checkpoint import prefixed
+from robotrl.storage.checkpoint import prefixed
 
 log = logging.getLogger(__name__)
 

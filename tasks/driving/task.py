@@ -43,7 +43,7 @@ from robotrl.tasks.driving.rewards import (
 from robotrl.tasks.driving.route import TrackBank, progress_delta, wrap_angle
 from robotrl.tasks.driving.track import TrackParams, track_set
 
-from robotrl.math import quat_rotate_inverse, uniform, yaw_from_quat
+from robotrl.rotations import quat_rotate_inverse_wxyz, uniform, yaw_from_quat
 
 INFRACTIONS = ("collision", "off_road", "wrong_way", "rollover")
 RAY_HEIGHT = 0.12
@@ -399,7 +399,7 @@ class DrivingTask(Task):
         pos = self.qpos[:, :2].float()
         quat = self.qpos[:, 3:7].float()
         yaw = yaw_from_quat(quat)
-        vel = quat_rotate_inverse(quat, self.qvel[:, :3].float())
+        vel = quat_rotate_inverse_wxyz(quat, self.qvel[:, :3].float())
         self.v_fwd, self.v_lat, self.yaw_rate = vel[:, 0], vel[:, 1], self.qvel[:, 5].float()
         self.speed = vel[:, :2].norm(dim=1)
         self.distance += self.speed * self.dt

@@ -14,7 +14,7 @@ from robotrl.tasks.base import Task
 from robotrl.tasks.humanoid import constants as C
 from robotrl.tasks.humanoid.config import HumanoidConfig
 
-from robotrl.math import quat_rotate_inverse, sample_range, uniform
+from robotrl.rotations import quat_rotate_inverse_wxyz, sample_range, uniform
 
 
 class HumanoidTask(Task):
@@ -152,8 +152,8 @@ class HumanoidTask(Task):
         Computed once after physics (``update``) and after resets; the signals read the cache.
         """
         quat = self.qpos[:, 3:7].float()
-        lin_vel = quat_rotate_inverse(quat, self.qvel[:, :3].float())
-        gravity = quat_rotate_inverse(quat, torch.tensor([0.0, 0.0, -1.0], device=self.device).expand_as(lin_vel))
+        lin_vel = quat_rotate_inverse_wxyz(quat, self.qvel[:, :3].float())
+        gravity = quat_rotate_inverse_wxyz(quat, torch.tensor([0.0, 0.0, -1.0], device=self.device).expand_as(lin_vel))
         return lin_vel, self.qvel[:, 3:6].float(), gravity
 
     def observe(self) -> dict[str, torch.Tensor]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from robotrl.math import quat_rotate, quat_rotate_inverse
+from robotrl.rotations import quat_rotate_wxyz, quat_rotate_inverse_wxyz
 
 _CORNERS = torch.tensor(
     [[sx, sy, sz] for sx in (-1.0, 1.0) for sy in (-1.0, 1.0) for sz in (-1.0, 1.0)]
@@ -28,7 +28,7 @@ def keypoints_local(bbox_center: torch.Tensor, bbox_half: torch.Tensor, min_half
 def to_world(pos: torch.Tensor, quat: torch.Tensor, local: torch.Tensor) -> torch.Tensor:
     """Points ``local`` ``(N, K, 3)`` in frames ``(pos (N, 3), quat (N, 4))`` -> world ``(N, K, 3)``."""
     k = local.shape[1]
-    return pos[:, None, :] + quat_rotate(quat[:, None, :].expand(-1, k, -1), local)
+    return pos[:, None, :] + quat_rotate_wxyz(quat[:, None, :].expand(-1, k, -1), local)
 
 
 def box_distance(
@@ -36,7 +36,7 @@ def box_distance(
 ) -> torch.Tensor:
     """Distance ``(N, K)`` of world points ``(N, K, 3)`` to each tool's oriented bounding box (0 inside)."""
     k = points.shape[1]
-    local = quat_rotate_inverse(quat[:, None, :].expand(-1, k, -1), points - pos[:, None, :])
+    local = quat_rotate_inverse_wxyz(quat[:, None, :].expand(-1, k, -1), points - pos[:, None, :])
     outside = (local - center[:, None, :]).abs() - half[:, None, :]
     return outside.clamp(min=0.0).norm(dim=-1)
 

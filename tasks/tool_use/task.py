@@ -32,7 +32,7 @@ from robotrl.tasks.tool_use import hand, tools
 from robotrl.tasks.tool_use import rewards as R
 from robotrl.tasks.tool_use.config import ToolUseConfig
 
-from robotrl.math import quat_angle_between, quat_from_axis_angle, quat_mul, random_quat, uniform
+from robotrl.rotations import quat_angle_between, quat_from_axis_angle, quat_mul, random_quat, uniform
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ def make_humanoid_checkpoint(root: Path, seed: int = 0, steps: int = 40) -> Path
 
     from robotrl.envs.task_env import TaskEnv
     from robotrl.policies.mlp import ActorCritic, PolicyConfig
-    from robotrl.runners.checkpoint import prefixed, save_checkpoint
+    from robotrl.storage.checkpoint import prefixed, save_checkpoint
     from robotrl.sim.backend import SimConfig
 
     torch.manual_seed(seed)

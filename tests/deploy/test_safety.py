@@ -121,7 +121,7 @@ def chain_limits(chain):
 def test_attitude_guard_damps():
     chain, state = make(max_tilt_rad=0.5)
     feed(state, 0.0)
-    state.quat = np.array([math.sin(0.4), 0.0, 0.0, math.cos(0.4)])  # 0.8 rad roll
+    state.quat = np.array([math.cos(0.4), math.sin(0.4), 0.0, 0.0])  # (w, x, y, z): 0.8 rad roll
     chain.arm(state, 0.0, FRESH)
     out = chain.step(state, 0.01, ["joint_states"], True, lambda o: np.zeros(J))
     assert out.mode == Mode.DAMP and "fault:attitude:damp" in out.events

@@ -13,7 +13,7 @@ from robotrl.config import TrainConfig
 from robotrl.envs.reach import PointReach, ReachConfig
 from robotrl.policies.frozen import ChunkExecutor, ModulePolicy, ResidualPolicy, load_frozen
 from robotrl.policies.io import load_policy
-from robotrl.runners.collect import collect
+from robotrl.data.collect import collect
 from robotrl.runners.off_policy import OffPolicyRunner
 from robotrl.storage.demos import write_demos
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from robotrl.logging import read_metrics
+from robotrl.monitoring import read_metrics
 from robotrl.runners import make_runner
 
 

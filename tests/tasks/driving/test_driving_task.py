@@ -12,7 +12,7 @@ from robotrl.tasks.driving.config import DrivingConfig
 from robotrl.tasks.driving.task import INFRACTIONS, TRAFFIC_RADIUS
 
 from robotrl.envs.task_env import TaskEnv
-from robotrl.math import quat_mul
+from robotrl.rotations import quat_mul
 from robotrl.sim.backend import SimConfig
 
 

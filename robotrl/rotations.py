@@ -1,4 +1,4 @@
-"""Batched rotation helpers on torch tensors. Quaternions are MuJoCo's ``(w, x, y, z)``.
+"""Batched rotations (quaternions in MuJoCo's (w, x, y, z) order, named ``*_wxyz``) and range sampling on torch tensors.
 
 All functions take ``(..., 4)`` quaternions and ``(..., 3)`` vectors and broadcast over
 the leading dimensions.
@@ -11,16 +11,16 @@ from collections.abc import Sequence
 import torch
 
 
-def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def quat_rotate_wxyz(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Rotate vectors ``v`` ``(..., 3)`` by unit quaternions ``q`` ``(..., 4)``."""
     w, xyz = q[..., :1], q[..., 1:]
     t = 2.0 * torch.cross(xyz, v, dim=-1)
     return v + w * t + torch.cross(xyz, t, dim=-1)
 
 
-def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def quat_rotate_inverse_wxyz(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Rotate vectors ``v`` ``(..., 3)`` by the inverse of unit quaternions ``q``."""
-    return quat_rotate(quat_conjugate(q), v)
+    return quat_rotate_wxyz(quat_conjugate(q), v)
 
 
 def quat_conjugate(q: torch.Tensor) -> torch.Tensor:

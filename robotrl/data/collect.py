@@ -190,7 +190,7 @@ def collect(
 
 def main(argv: list[str]) -> int:
     """Entry point of ``robotrl collect`` (see module docstring)."""
-    from robotrl.logging import setup_logging
+    from robotrl.monitoring import setup_logging
 
     setup_logging("INFO")
     if not argv or argv[0] in ("-h", "--help"):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from robotrl.envs.reach import PointReach, ReachConfig
-from robotrl.runners.collect import collect, main, parse_args
+from robotrl.data.collect import collect, main, parse_args
 
 
 def test_collect_cli_writes_plain_h5py_readable_demos(tmp_path, capsys):

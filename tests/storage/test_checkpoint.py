@@ -5,7 +5,7 @@ import torch
 
 from robotrl.policies.io import load_policy
 from robotrl.policies.mlp import ActorCritic, PolicyConfig
-from robotrl.runners.checkpoint import (
+from robotrl.storage.checkpoint import (
     load_checkpoint,
     optimizer_tensors,
     prefixed,

@@ -1,0 +1,1 @@
+"""Datasets produced from simulation: demonstration collection (``robotrl collect``)."""
