@@ -7,13 +7,18 @@ The env calls the hooks in this fixed order each control step, passing data expl
 
     task.apply_action(action)                 # (N, A) in [-1, 1] -> ctrl / targets
     invalid = sim.step(task.cfg.frame_skip)   # physics
-    task.update()                             # task clocks, command/goal resampling, pushes
+    task.update(gen)                          # task clocks, command/goal resampling, pushes
     terms = task.reward_terms(action)         # dict name -> (N,) float32 (unscaled)
     terminated = task.terminated()            # (N,) bool: falls, drops, infractions
     obs = task.observe()                      # dict: "policy" (N, P), optional "critic" (N, C)
     # then for finished worlds ids (k,):
     task.reset(ids, gen)                      # initial state distribution + task state
     task.randomize(ids, gen)                  # per-world domain randomization (if enabled)
+
+Every random draw a task makes uses the ``gen`` it is handed: the env's one generator,
+seeded from ``cfg.seed`` and saved in checkpoints. A task owns no generator of its own.
+State that outlives an episode (a curriculum stage, smoothed rates) goes through
+``state_dict``/``load_state_dict`` so that a resumed run and ``robotrl eval`` see it.
 
 Reward = sum over terms of ``cfg.reward_scales[name] * term``; a term without a scale is
 an error, so a typo in a config cannot silently zero a term.
@@ -126,8 +131,15 @@ class Task(abc.ABC):
     def apply_action(self, action: torch.Tensor) -> None:
         """Write the ``(N, A)`` action in ``[-1, 1]`` into the sim's controls."""
 
-    def update(self) -> None:  # noqa: B027 - optional hook
-        """Per control step bookkeeping after physics (goal/command resampling, pushes)."""
+    def update(self, gen: torch.Generator) -> None:  # noqa: B027 - optional hook
+        """Per control step bookkeeping after physics (goal/command resampling, pushes), drawing from ``gen``."""
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Task state that outlives episodes (curriculum stage, smoothed rates), for checkpoints."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:  # noqa: B027 - optional hook
+        """Inverse of ``state_dict``; missing keys keep their initial values."""
 
     # --- signals -----------------------------------------------------------------
     @abc.abstractmethod

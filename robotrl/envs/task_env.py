@@ -66,7 +66,7 @@ class TaskEnv(VecEnv):
         applied = self._delayed(action)
         self.task.apply_action(applied)
         invalid = self.sim.step(self.cfg.frame_skip)
-        self.task.update()
+        self.task.update(self.gen)
         self.episode_step += 1
 
         scaled = self._scale_terms(self.task.reward_terms(applied))  # (K, N)

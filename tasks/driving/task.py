@@ -390,7 +390,7 @@ class DrivingTask(Task):
         self.ctrl[:, 2:4] = action[:, 1:2].to(self.ctrl.dtype)
 
     # --- per-step measurements ---------------------------------------------------------
-    def update(self) -> None:
+    def update(self, gen: torch.Generator) -> None:
         """Route tracking, progress, traffic motion, rays and infraction checks for all worlds."""
         c, bank = self.cfg, self.bank
         self.ended_infraction.zero_()

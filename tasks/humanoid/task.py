@@ -124,7 +124,7 @@ class HumanoidTask(Task):
         self.action.copy_(action)
         self.ctrl.copy_(action * self.ctrl_high * self.strength)
 
-    def update(self) -> None:
+    def update(self, gen: torch.Generator) -> None:
         """Advance clocks; resample commands; apply pushes."""
         self.steps += 1
         due = (self.steps % self._resample_every == 0).nonzero().squeeze(1)

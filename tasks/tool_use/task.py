@@ -344,7 +344,7 @@ class ToolUseTask(Task):
         pose = self._tool_pose()
         return (pose[:, :3] - self.goal_pos).norm(dim=1), quat_angle_between(pose[:, 3:], self.goal_quat)
 
-    def update(self) -> None:
+    def update(self, gen: torch.Generator) -> None:
         """Flags, best-so-far distances, the reward terms, goal switches and force kicks."""
         c = self.cfg
         self.steps += 1

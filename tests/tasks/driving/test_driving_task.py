@@ -60,7 +60,7 @@ def test_progress_and_route_completion_on_constructed_states():
     total_gain = 0.0
     for k in range(1, int(length) + 1):
         place(env, 0, s0 + k, lateral=0.0)
-        task.update()
+        task.update(env.gen)
         assert task.progress[0].item() == pytest.approx(k, abs=0.03)
         assert task.route_completion()[0].item() == pytest.approx(k / length, abs=1e-3)
         spacing = length / len(task.bank.tracks[0].checkpoints)
@@ -73,7 +73,7 @@ def test_progress_and_route_completion_on_constructed_states():
     # standing still on the centreline: lane, comfort and TTC factors are 1, the speed factor 0.5
     assert total_gain == pytest.approx(0.5 * int(length) / length, rel=0.02)
     place(env, 0, s0 + length + 0.3)  # across the start line: lap complete
-    task.update()
+    task.update(env.gen)
     assert task.lap_done[0] and task.terminated()[0] and task.success()[0]
     assert task.route_completion()[0].item() == 1.0
     assert task.checkpoints_reached()[0].item() == len(task.bank.tracks[0].checkpoints)
@@ -85,17 +85,17 @@ def test_driving_backwards_is_no_gain_then_wrong_way():
     task = env.task
     s0 = float(task.s[0])
     place(env, 0, s0 + 1.0)
-    task.update()
+    task.update(env.gen)
     place(env, 0, s0 + 0.2)
-    task.update()
+    task.update(env.gen)
     assert task.reward_terms(torch.zeros(1, 2))["route_gain"][0].item() == 0.0
     assert not task.flags[0].any()
     for back in (-0.3, -0.7):  # 1.9 m behind the best progress: still allowed (wrong_way_distance = 2 m)
         place(env, 0, s0 + back)
-        task.update()
+        task.update(env.gen)
     assert not task.flags[0].any()
     place(env, 0, s0 - 1.2)  # 2.2 m behind
-    task.update()
+    task.update(env.gen)
     assert task.flags[0].tolist() == [name == "wrong_way" for name in INFRACTIONS]
     assert task.terminated()[0]
 
@@ -145,7 +145,7 @@ def test_rays_match_known_obstacle_and_vehicle_distances():
     task.obstacle_xy[0] = torch.stack([pos + 2.0 * fwd, pos + 1.5 * left, torch.tensor([500.0, 500.0])])
     task.traffic_v[0] = 0.0
     task._write_mocap(torch.tensor([0]))  # obstacles are static: written at reset or on demand
-    task.update()  # moves the traffic and casts the rays
+    task.update(env.gen)  # moves the traffic and casts the rays
     # put the traffic capsule 2.5 m to the right, parallel to the car (its side faces the ray)
     task.traffic_xy[0, 0] = pos - 2.5 * left
     task.traffic_yaw[0, 0] = yaw
