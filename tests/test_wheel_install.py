@@ -1,7 +1,14 @@
-"""A non-editable wheel install finds tasks, configs and the CLI without the source tree."""
+"""A non-editable wheel install finds tasks, configs and the CLI without the source tree.
 
+The wheel goes into a fresh venv whose dependencies come from the *running* environment:
+a ``.pth`` file lists the running interpreter's site-packages. ``venv --system-site-packages``
+would not do: inside a venv it points at the base interpreter, which lacks torch.
+"""
+
+import site
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,8 +34,14 @@ def test_wheel_install_finds_tasks_and_configs(tmp_path):
                     "-q", "-w", str(wheel_dir)], check=True, timeout=300)
     wheel = next(wheel_dir.glob("robotrl-*.whl"))
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
+    venv_site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    running = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+                             *site.getsitepackages()])
+    # appended after the venv's own site-packages, so the installed wheel wins over an editable checkout
+    Path(venv_site, "zz_running_env.pth").write_text("\n".join(p for p in running if Path(p).is_dir()) + "\n")
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
                    timeout=300)
     out = subprocess.run([str(py), "-c", CHECK], cwd=tmp_path, capture_output=True, text=True, timeout=120)
