@@ -107,6 +107,55 @@ def clipped_value_loss(
     return torch.max((values - returns).square(), (clipped - returns).square()).mean()
 
 
+def ppo_loss(
+    log_prob: torch.Tensor,
+    old_log_prob: torch.Tensor,
+    advantages: torch.Tensor,
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    entropy: torch.Tensor,
+    clip: float,
+    value_clip: float | None,
+    value_coef: float,
+    entropy_coef: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPO total loss ``L_clip + value_coef * L_value - entropy_coef * mean(H)``.
+
+    The entropy enters with a minus sign: with ``entropy_coef > 0`` a more random policy has
+    a lower loss, so minimizing the loss is an entropy *bonus*. Actions are ``[B, A]``; the
+    per-sample log-probabilities and entropies are already summed over the ``A`` dimensions.
+
+    Args:
+        log_prob: ``[B]`` log-probabilities of the taken actions under the current policy.
+        old_log_prob: ``[B]`` under the policy that collected the data.
+        advantages: ``[B]`` advantages (normalized or not, as the caller chooses).
+        values: ``[B]`` current value estimates ``V(s)``.
+        old_values: ``[B]`` values stored at collection time.
+        returns: ``[B]`` value targets.
+        entropy: ``[B]`` policy entropy per sample.
+        clip: surrogate ratio clip ``eps`` (``clipped_surrogate_loss``).
+        value_clip: value clip, or ``None`` for the plain squared error (``clipped_value_loss``).
+        value_coef: weight of the value term.
+        entropy_coef: weight of the entropy bonus.
+
+    Returns:
+        ``(loss, metrics)``: the scalar loss to minimize, and detached scalars
+        ``loss/policy``, ``loss/value`` (unweighted) and ``loss/entropy`` (mean entropy).
+
+    """
+    policy_loss = clipped_surrogate_loss(log_prob, old_log_prob, advantages, clip)
+    value_loss = clipped_value_loss(values, old_values, returns, value_clip)
+    mean_entropy = entropy.mean()
+    loss = policy_loss + value_coef * value_loss - entropy_coef * mean_entropy
+    metrics = {
+        "loss/policy": policy_loss.detach(),
+        "loss/value": value_loss.detach(),
+        "loss/entropy": mean_entropy.detach(),
+    }
+    return loss, metrics
+
+
 def approx_kl(old_log_prob: torch.Tensor, log_prob: torch.Tensor) -> torch.Tensor:
     """Schulman's low-variance, non-negative estimator of ``KL(old || new)`` from samples of old.
 

@@ -131,7 +131,7 @@ class PPO(Algorithm):
             dist = self.policy.distribution(batch["obs"])
             sample = self.policy.from_action(batch["actions"])
             log_prob = dist.log_prob(sample).sum(-1)
-            entropy = dist.entropy().sum(-1).mean()
+            entropy = dist.entropy().sum(-1)
             values = self.policy.evaluate(batch["critic_obs"])
             advantages = F.normalize(batch["advantages"]) if c.normalize_advantages else batch["advantages"]
             with torch.no_grad():
@@ -140,16 +140,16 @@ class PPO(Algorithm):
                 self.lr = F.adaptive_lr(self.lr, kl, c.desired_kl)
                 for group in self.optimizer.param_groups:
                     group["lr"] = self.lr
-            policy_loss = F.clipped_surrogate_loss(log_prob, batch["log_probs"], advantages, c.clip)
-            value_loss = F.clipped_value_loss(values, batch["values"], batch["returns"], value_clip)
-            loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+            loss, metrics = F.ppo_loss(
+                log_prob, batch["log_probs"], advantages, values, batch["values"], batch["returns"], entropy,
+                c.clip, value_clip, c.value_coef, c.entropy_coef,
+            )
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.max_grad_norm)
             self.optimizer.step()
-            totals["loss/policy"] += policy_loss.item()
-            totals["loss/value"] += value_loss.item()
-            totals["loss/entropy"] += entropy.item()
+            for key, metric in metrics.items():
+                totals[key] += metric.item()
             totals["kl"] += kl
             n += 1
         # Normalizer statistics move only between iterations: during the rollout and the

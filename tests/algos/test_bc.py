@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from robotrl.algos.bc import BC, BCConfig, chunk_targets
+from robotrl.data.collect import collect
 from robotrl.envs.reach import PointReach, ReachConfig
 from robotrl.policies.frozen import ChunkExecutor
 from robotrl.policies.offpolicy import ChunkPolicy
-from robotrl.data.collect import collect
 from robotrl.runners.off_policy import evaluate_success
 
 
