@@ -44,8 +44,8 @@ def make_policy(tmp: Path) -> Path:
     from robotrl.envs.task_env import TaskEnv
     from robotrl.export.onnx import export_policy
     from robotrl.policies.mlp import ActorCritic, PolicyConfig
-    from robotrl.storage.checkpoint import prefixed, save_checkpoint
     from robotrl.sim.backend import SimConfig
+    from robotrl.storage.checkpoint import prefixed, save_checkpoint
 
     cfg = HumanoidConfig()
     env = TaskEnv(cfg, SimConfig(num_envs=1))

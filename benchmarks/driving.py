@@ -83,8 +83,9 @@ def evaluate_run(
 
     ``*_se`` keys are standard errors of the mean over episodes.
     """
-    from robotrl.policies.io import load_policy
     from robotrl.tasks import task_config_from_meta
+
+    from robotrl.policies.io import load_policy
 
     policy, meta = load_policy(run_dir)
     cfg = task_config_from_meta(meta, split=split, scenario_prob=scenario_prob, randomize=False, num_tracks=32)

@@ -37,10 +37,10 @@ from common import save, table  # noqa: E402
 
 from robotrl.algos.bc import BC, BCConfig  # noqa: E402
 from robotrl.algos.residual import Residual, ResidualConfig, relabel_base_actions  # noqa: E402
+from robotrl.data.collect import collect  # noqa: E402
 from robotrl.envs.reach import PointReach, ReachConfig  # noqa: E402
 from robotrl.envs.residual import BaseActionEnv  # noqa: E402
 from robotrl.policies.frozen import ZeroPolicy  # noqa: E402
-from robotrl.data.collect import collect  # noqa: E402
 from robotrl.runners.off_policy import evaluate_success  # noqa: E402
 from robotrl.storage.demos import demos_to_buffer  # noqa: E402
 
