@@ -10,11 +10,11 @@ from robotrl.algos.bc import BCConfig
 from robotrl.algos.residual import ResidualConfig
 from robotrl.algos.sac import SACConfig
 from robotrl.config import TrainConfig
+from robotrl.data.collect import collect
 from robotrl.envs.reach import PointReach, ReachConfig
 from robotrl.policies.frozen import ChunkExecutor, ModulePolicy, ResidualPolicy, load_frozen
 from robotrl.policies.io import load_policy
-from robotrl.data.collect import collect
-from robotrl.runners.off_policy import OffPolicyRunner
+from robotrl.runners.off_policy import OffPolicyRunner, evaluate_success
 from robotrl.storage.demos import write_demos
 
 
@@ -43,6 +43,17 @@ def demos(tmp_path_factory):
     return str(path)
 
 
+def test_success_evaluation_separates_the_scripted_policy_from_a_still_one():
+    env = _env()
+    good = evaluate_success(env, lambda o: env.scripted_action())
+    still = evaluate_success(_env(), lambda o: torch.zeros(16, 2))
+    # a point that never moves only reaches goals already inside the radius: none with seed 0
+    assert still == {"success": 0.0, "return": 0.0, "length": 50.0, "episodes": 16.0}
+    # the scripted controller reaches every goal (at most 1.8 * sqrt(2) / 0.1 < 26 steps away)
+    assert good["success"] == 1.0 and good["return"] == 1.0 and good["episodes"] == 16.0
+    assert 1.0 < good["length"] < 26.0
+
+
 def test_sac_runner_logs_checkpoints_and_resumes(tmp_path):
     algo = SACConfig(batch_size=64, learning_starts=64, actor_hidden=[32], critic_hidden=[32], steps_per_iteration=8)
     runner = OffPolicyRunner(_cfg(algo, tmp_path, max_iterations=3), tmp_path, env=_env("dense"))
@@ -65,8 +76,14 @@ def test_bc_then_residual_on_the_bc_base_then_rlpd(tmp_path, demos):
     bc_dir, res_dir, rlpd_dir = tmp_path / "bc", tmp_path / "res", tmp_path / "rlpd"
     bc_cfg = BCConfig(dataset=demos, chunk=4, hidden=[64, 64], updates_per_iteration=50, eval_interval=0,
                       execution="open_loop")
-    last = OffPolicyRunner(_cfg(bc_cfg, bc_dir, max_iterations=4), bc_dir, env=_env()).learn()
-    assert last["eval/episodes"] == 16 and 0.0 <= last["eval/success"] <= 1.0
+    bc_runner = OffPolicyRunner(_cfg(bc_cfg, bc_dir, max_iterations=4), bc_dir, env=_env())
+    algo = bc_runner.algo
+    untrained = evaluate_success(_env(seed=1), algo.act, reset=algo.executor.reset)["success"]
+    last = bc_runner.learn()
+    # the runner's end-of-training evaluation scores the cloned policy: 1.0 with these seeds,
+    # the untrained one 0.06 (a broken learner or an evaluation that ignores the policy fails)
+    assert last["eval/episodes"] == 16 and untrained <= 0.25 and last["eval/success"] >= 0.75
+    assert last["eval/return"] == pytest.approx(last["eval/success"])  # sparse reward: 1 per success
     base, meta = load_frozen(bc_dir, num_envs=16)
     assert isinstance(base, ChunkExecutor) and base.execution == "open_loop" and meta["algo"] == "bc"
     bc_eval, _ = load_policy(bc_dir)  # what robotrl eval uses: replans every step
