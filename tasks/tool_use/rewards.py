@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from robotrl.rotations import quat_rotate_wxyz, quat_rotate_inverse_wxyz
+from robotrl.rotations import quat_rotate_inverse_wxyz, quat_rotate_wxyz
 
 _CORNERS = torch.tensor(
     [[sx, sy, sz] for sx in (-1.0, 1.0) for sy in (-1.0, 1.0) for sz in (-1.0, 1.0)]

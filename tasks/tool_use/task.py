@@ -12,16 +12,27 @@ until lifted; ``lift`` tool height above rest (clipped at ``lift_height``), unti
 ``keypoint_progress`` improvement of the best-so-far max keypoint distance to the goal, after the lift;
 ``goal_bonus`` 1 on each goal reached; ``joint_vel`` ``-sum(qvel^2)`` of the robot.
 
-Curriculum (``cfg.curriculum``), stage logged as the episode metric ``curriculum_stage``:
-0 ``reach`` (small spawn area, lift goals), 1 ``lift`` (full spawn area, lift goals straight
-above the spawn point), 2 ``goal`` (random 6-DoF goals). A stage advances when the smoothed
-rate of its skill (fingertips reached the tool; tool lifted) passes its threshold. Only
-``split=train`` uses the curriculum; ``heldout`` and ``heldout_family`` start in the goal stage.
+Data flow within a control step: ``update(gen)`` measures the step once into
+``StepMeasures`` (``self.step_measures``: fingertip and keypoint improvements, tool height,
+the lift and goal events) and advances the episode state (best-so-far distances, the
+``lifted``/``reached``/``dropped``/``fell`` flags, goals reached, new goals, kicks).
+``reward_terms`` builds the named terms from those measures and the sim state;
+``terminated`` reads the episode flags. Every random draw uses the env's ``gen``.
+
+Curriculum (``cfg.curriculum``, see ``curriculum.py``), stage logged as the episode metric
+``curriculum_stage``: 0 ``reach`` (small spawn area, lift goals), 1 ``lift`` (full spawn area,
+lift goals straight above the spawn point), 2 ``goal`` (random 6-DoF goals). A stage advances
+when the smoothed rate of its skill (fingertips reached the tool; tool lifted) passes its
+threshold. Only ``split=train`` uses the curriculum; ``heldout`` and ``heldout_family`` start in
+the goal stage. The stage goes through ``state_dict``/``load_state_dict``; a loaded stage
+redraws the goals in flight at the next ``update`` and sets the spawn area from each world's
+next reset.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
@@ -31,16 +42,44 @@ from robotrl.tasks.tool_use import constants as C
 from robotrl.tasks.tool_use import hand, tools
 from robotrl.tasks.tool_use import rewards as R
 from robotrl.tasks.tool_use.config import ToolUseConfig
+from robotrl.tasks.tool_use.curriculum import GOAL_STAGE, Curriculum
 
 from robotrl.rotations import quat_angle_between, quat_from_axis_angle, quat_mul, random_quat, uniform
 
 log = logging.getLogger(__name__)
 
-STAGES = ("reach", "lift", "goal")
 TOOL_FIELDS = ("geom_size", "geom_pos", "geom_quat", "geom_rbound", "geom_aabb", "geom_rgba", "body_mass",
                "body_inertia", "body_ipos", "body_iquat")
 # Every model field the task gives per-world values (the warp backend needs them declared).
 PER_WORLD_FIELDS = (*TOOL_FIELDS, "geom_friction", "dof_damping", "actuator_gainprm", "actuator_biasprm")
+
+
+@dataclass
+class StepMeasures:
+    """What ``update`` measured in one control step, before any goal switch; ``reward_terms`` reads it.
+
+    Attributes:
+        tip_gain: ``(N,)`` summed improvement of each fingertip's closest distance to the tool box
+            (m); 0 once the tool is lifted.
+        height: ``(N,)`` tool height above its resting height (m).
+        newly_lifted: ``(N,)`` bool, the tool first counted as lifted in this step.
+        keypoint_gain: ``(N,)`` improvement of the best-so-far max keypoint distance to the goal (m);
+            0 before the lift.
+        goal_reached: ``(N,)`` bool, a goal was reached in this step (and a new one drawn).
+
+    """
+
+    tip_gain: torch.Tensor
+    height: torch.Tensor
+    newly_lifted: torch.Tensor
+    keypoint_gain: torch.Tensor
+    goal_reached: torch.Tensor
+
+    @classmethod
+    def zeros(cls, n: int, device: torch.device) -> StepMeasures:
+        """Measures of a step in which nothing happened (before the first ``update``)."""
+        f, b = torch.zeros(n, device=device), torch.zeros(n, dtype=torch.bool, device=device)
+        return cls(tip_gain=f, height=f.clone(), newly_lifted=b, keypoint_gain=f.clone(), goal_reached=b.clone())
 
 
 def _look_at(pos: list[float], target: list[float]) -> list[float]:
@@ -180,19 +219,30 @@ class ToolUseTask(Task):
         self.near_steps, self.goals_reached, self.steps = z(dt=torch.long), z(dt=torch.long), z(dt=torch.long)
         self.mass_scale, self.friction_scale, self.damping_scale = z() + 1, z() + 1, z() + 1
         self.gain_scale = z(self.action_dim) + 1
-        self._terms: dict[str, torch.Tensor] = {}
+        self.step_measures = StepMeasures.zeros(n, dev)
         self._obs_delay, self._pose_delay = z(dt=torch.long), z(dt=torch.long)
         self._pose_hist = torch.zeros(cfg.object_delay_max + 1, n, 7, device=dev)
         self._obs_hist: torch.Tensor | None = None
         self._fresh = torch.ones(n, dtype=torch.bool, device=dev)
         self._advance_obs = False
         self._arange = torch.arange(n, device=dev)
-        # The curriculum is a training device: held-out splits (evaluation) run the full goal task.
-        self.stage = 0 if (cfg.curriculum and cfg.split == "train") else len(STAGES) - 1
-        self._rates = torch.zeros(2, device=dev)
-        self._stage_episodes = 0
-        self._gen = torch.Generator(device=dev)
-        self._gen.manual_seed(cfg.tool_seed + 1)
+        self.curriculum = Curriculum(cfg, dev)
+        self._goal_stale = False
+
+    @property
+    def stage(self) -> int:
+        """Curriculum stage, an index into ``STAGES`` (``GOAL_STAGE`` without the curriculum)."""
+        return self.curriculum.stage
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The curriculum: ``stage``, ``stage_episodes`` (0-d int64) and ``rates`` ``(2,)``."""
+        return self.curriculum.state_dict()
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore the curriculum; a changed stage redraws every goal in flight at the next ``update``."""
+        before = self.curriculum.stage
+        self.curriculum.load_state_dict(state)
+        self._goal_stale = self.curriculum.stage != before
 
     # --- lifecycle -------------------------------------------------------------------
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
@@ -217,7 +267,8 @@ class ToolUseTask(Task):
 
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """New tool, tool pose on the table, robot at home, new goal; advance the curriculum."""
-        self._update_curriculum(ids)
+        done = ids[self.steps[ids] > 0]
+        self.curriculum.record(self.reached[done], self.lifted[done])
         k, c, dev = ids.numel(), self.cfg, self.device
         self.tool_id[ids] = torch.randint(0, len(self.pool), (k,), generator=gen, device=dev)
         self._write_tool(ids)
@@ -280,7 +331,7 @@ class ToolUseTask(Task):
     def _new_goal(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Goals: above the spawn point (reach/lift stages) or random 6-DoF poses (goal stage)."""
         k, c, dev = ids.numel(), self.cfg, self.device
-        if self.stage < 2:
+        if self.stage < GOAL_STAGE:
             h = c.lift_goal_height
             offset = torch.cat([uniform(-0.03, 0.03, (k, 2), gen, dev),
                                 uniform(h - 0.05, h + 0.05, (k, 1), gen, dev)], dim=1)
@@ -297,23 +348,6 @@ class ToolUseTask(Task):
         self.mocap_pos[ids, 0] = self.goal_pos[ids].to(self.mocap_pos.dtype)
         self.mocap_quat[ids, 0] = self.goal_quat[ids].to(self.mocap_quat.dtype)
         self.near_steps[ids] = 0
-
-    def _update_curriculum(self, ids: torch.Tensor) -> None:
-        """Fold the finished episodes' reach/lift outcomes into smoothed rates; advance the stage."""
-        done = ids[self.steps[ids] > 0]
-        if not self.cfg.curriculum or done.numel() == 0 or self.stage >= len(STAGES) - 1:
-            return
-        outcome = torch.stack([self.reached[done].float(), self.lifted[done].float()])  # (2, k)
-        alpha = self.cfg.curriculum_ema
-        for value in outcome.unbind(1):
-            self._rates = (1 - alpha) * self._rates + alpha * value
-        self._stage_episodes += int(done.numel())
-        if (self._stage_episodes >= self.cfg.curriculum_min_episodes
-                and float(self._rates[self.stage]) >= self.cfg.curriculum_thresholds[self.stage]):
-            self.stage += 1
-            self._stage_episodes = 0
-            log.info("tool_use curriculum: stage %d (%s), rates reach=%.2f lift=%.2f", self.stage,
-                     STAGES[self.stage], float(self._rates[0]), float(self._rates[1]))
 
     def apply_action(self, action: torch.Tensor) -> None:
         """Arm targets move by ``arm_action_scale * a``; hand targets track ``a`` mapped onto joint ranges."""
@@ -345,55 +379,56 @@ class ToolUseTask(Task):
         return (pose[:, :3] - self.goal_pos).norm(dim=1), quat_angle_between(pose[:, 3:], self.goal_quat)
 
     def update(self, gen: torch.Generator) -> None:
-        """Flags, best-so-far distances, the reward terms, goal switches and force kicks."""
+        """Measure the step (``step_measures``), advance flags and best-so-far distances, switch goals, kick."""
         c = self.cfg
+        if self._goal_stale:
+            self._redraw_goals(gen)
         self.steps += 1
         height = self._tool_pose()[:, 2] - self.rest_z
         tip = self._tip_distance()
         self.reached |= tip.amax(dim=1) < c.reach_dist
-        approach, self.best_tip = R.fingertip_approach(self.best_tip, tip, ~self.lifted)
-        lift = R.lift(height, self.lifted, c.lift_height)
+        tip_gain, self.best_tip = R.fingertip_approach(self.best_tip, tip, ~self.lifted)
         held = tip.mean(dim=1) < c.lift_hand_dist  # a tool knocked into the air is not lifted
         newly_lifted = ~self.lifted & (height >= c.lift_height) & held
         self.lifted |= newly_lifted
         kp_dist = self._kp_goal_distance()
         self.best_kp = torch.where(newly_lifted, kp_dist, self.best_kp)
-        progress, self.best_kp = R.keypoint_progress(self.best_kp, kp_dist, self.lifted)
+        keypoint_gain, self.best_kp = R.keypoint_progress(self.best_kp, kp_dist, self.lifted)
         pos_err, rot_err = self.goal_errors()
         near = (pos_err < c.goal_pos_tol) & (rot_err < c.goal_rot_tol)
         self.near_steps = torch.where(near, self.near_steps + 1, torch.zeros_like(self.near_steps))
-        reached_goal = self.near_steps >= c.success_steps
-        self.goals_reached += reached_goal.long()
-        hit = reached_goal.nonzero().squeeze(1)
+        goal_reached = self.near_steps >= c.success_steps
+        self.goals_reached += goal_reached.long()
+        hit = goal_reached.nonzero().squeeze(1)
         if hit.numel():
-            self._new_goal(hit, self._gen)
+            self._new_goal(hit, gen)
             self.best_kp[hit] = self._kp_goal_distance()[hit]
         self.dropped = self.lifted & (height < c.drop_height)
         pos = self._tool_pose()[:, :3]
         self.fell = (pos[:, 2] < -0.05) | ((pos[:, :2] - self.spawn_pos[:, :2]).norm(dim=1) > 0.6)
-        self._terms = {
-            "fingertip_approach": approach,
-            "lift": lift,
-            "lift_bonus": newly_lifted.float(),
-            "keypoint_progress": progress,
-            "goal_bonus": reached_goal.float(),
-            "joint_vel": R.joint_velocity_penalty(self.qvel[:, self._dadr].float()),
-        }
-        self._kick()
-        self._push_pose()
+        self.step_measures = StepMeasures(tip_gain=tip_gain, height=height, newly_lifted=newly_lifted,
+                                          keypoint_gain=keypoint_gain, goal_reached=goal_reached)
+        self._kick(gen)
+        self._push_pose(gen)
         self._advance_obs = True
 
-    def _kick(self) -> None:
+    def _redraw_goals(self, gen: torch.Generator) -> None:
+        """New goals in every world under the current stage (after ``load_state_dict`` changed it)."""
+        self._new_goal(self._arange, gen)
+        self.best_kp = self._kp_goal_distance()
+        self._goal_stale = False
+
+    def _kick(self, gen: torch.Generator) -> None:
         c = self.cfg
         if not (c.randomize and c.dr_kicks):
             return
         self.xfrc[:, self._tool_body] = 0.0
-        draw = torch.rand(self.num_envs, generator=self._gen, device=self.device)
+        draw = torch.rand(self.num_envs, generator=gen, device=self.device)
         hit = (draw < c.kick_prob).nonzero().squeeze(1)
         if hit.numel() == 0:
             return
         mass = self._fields["body_mass"][hit, self._tool_body].float()
-        direction = torch.randn(hit.numel(), 6, generator=self._gen, device=self.device)
+        direction = torch.randn(hit.numel(), 6, generator=gen, device=self.device)
         direction[:, :3] /= direction[:, :3].norm(dim=1, keepdim=True).clamp(min=1e-6)
         direction[:, 3:] /= direction[:, 3:].norm(dim=1, keepdim=True).clamp(min=1e-6)
         wrench = direction * c.kick_accel * mass[:, None]
@@ -401,16 +436,16 @@ class ToolUseTask(Task):
         self.xfrc[hit, self._tool_body] = wrench.to(self.xfrc.dtype)
 
     # --- signals ---------------------------------------------------------------------
-    def _push_pose(self) -> None:
+    def _push_pose(self, gen: torch.Generator) -> None:
         """Once per control step: add a noisy sample of the tool pose to the per-world delay line."""
         c = self.cfg
         if not (c.randomize and c.dr_object_pose):
             return
         pose, n, dev = self._tool_pose(), self.num_envs, self.device
-        noisy_pos = pose[:, :3] + c.object_pos_noise * torch.randn(n, 3, generator=self._gen, device=dev)
-        axis = torch.randn(n, 3, generator=self._gen, device=dev)
+        noisy_pos = pose[:, :3] + c.object_pos_noise * torch.randn(n, 3, generator=gen, device=dev)
+        axis = torch.randn(n, 3, generator=gen, device=dev)
         axis = axis / axis.norm(dim=1, keepdim=True).clamp(min=1e-6)
-        angle = c.object_rot_noise * torch.randn(n, generator=self._gen, device=dev)
+        angle = c.object_rot_noise * torch.randn(n, generator=gen, device=dev)
         noisy_quat = quat_mul(quat_from_axis_angle(axis, angle), pose[:, 3:])
         self._pose_hist = torch.roll(self._pose_hist, 1, dims=0)
         self._pose_hist[0] = torch.cat([noisy_pos, noisy_quat], dim=1)
@@ -466,8 +501,19 @@ class ToolUseTask(Task):
         return {"policy": policy, "critic": torch.cat([true_obs, privileged], dim=1)}
 
     def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The named terms computed by ``update`` for this step (see module docstring)."""
-        return self._terms
+        """Named terms (see module docstring) from this step's ``step_measures`` and the robot's joint velocities.
+
+        ``lift`` pays until the step the tool is lifted, inclusive.
+        """
+        c, m = self.cfg, self.step_measures
+        return {
+            "fingertip_approach": m.tip_gain,
+            "lift": R.lift(m.height, self.lifted & ~m.newly_lifted, c.lift_height),
+            "lift_bonus": m.newly_lifted.float(),
+            "keypoint_progress": m.keypoint_gain,
+            "goal_bonus": m.goal_reached.float(),
+            "joint_vel": R.joint_velocity_penalty(self.qvel[:, self._dadr].float()),
+        }
 
     def terminated(self) -> torch.Tensor:
         """Dropped after lifting, fell off the workspace, or ``max_goals`` reached."""
