@@ -88,8 +88,6 @@ class HumanoidTask(Task):
         self.step_dt = model.opt.timestep * self.cfg.frame_skip
         self._resample_every = max(1, round(self.cfg.command_resample_s / self.step_dt))
         self._push_every = round(self.cfg.push_interval_s / self.step_dt) if self.cfg.push_interval_s > 0 else 0
-        self._gen = torch.Generator(device=dev)
-        self._gen.manual_seed(12345)
 
     # --- lifecycle -------------------------------------------------------------------
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
@@ -125,15 +123,15 @@ class HumanoidTask(Task):
         self.ctrl.copy_(action * self.ctrl_high * self.strength)
 
     def update(self, gen: torch.Generator) -> None:
-        """Advance clocks; resample commands; apply pushes."""
+        """Advance clocks; resample due commands and apply due pushes, drawing from ``gen``."""
         self.steps += 1
         due = (self.steps % self._resample_every == 0).nonzero().squeeze(1)
         if due.numel():
-            self._resample(due, self._gen)
+            self._resample(due, gen)
         if self._push_every and self.cfg.randomize:
             pushed = (self.steps % self._push_every == 0).nonzero().squeeze(1)
             if pushed.numel():
-                kick = uniform(-self.cfg.push_vel, self.cfg.push_vel, (pushed.numel(), 2), self._gen, self.device)
+                kick = uniform(-self.cfg.push_vel, self.cfg.push_vel, (pushed.numel(), 2), gen, self.device)
                 self.qvel[pushed, :2] += kick.to(self.qvel.dtype)
         self._state = self._base_state()
         self._fwd_sum += self._state[0][:, 0]
