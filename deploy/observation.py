@@ -2,8 +2,10 @@
 
 ``RobotState.ingest_*`` validate each message before it touches the state: a message
 with NaN/Inf, mismatched array lengths, a joint the profile does not know, a missing
-policy joint, or values far outside the limits is dropped and counted under
-``rejected[reason]``; it never raises. Freshness is the monotonic receive time.
+policy joint, or values beyond the profile's input thresholds (``safety.input_*``: joint
+positions and velocities against the joint limits, IMU angular velocity, quaternion norm,
+odometry linear velocity) is dropped and counted under ``rejected[reason]``; it never
+raises. Freshness is the monotonic receive time.
 
 ``build_observation`` evaluates the spec's ``obs_terms`` (written by ``robotrl export``
 from the task's deploy hook): each slice is ``(source - offset) * scale``; a per-joint
@@ -17,7 +19,7 @@ base_ang_vel        ``imu.angular_velocity`` (body frame)
 joint_pos           ``joint_states.position`` in policy joint order (by name)
 joint_vel           ``joint_states.velocity`` in policy joint order
 last_action         the previous action actually sent, in ``[-1, 1]``
-command_vx_yaw      ``cmd_vel.linear.x``, ``cmd_vel.angular.z`` (zero when stale)
+command_vx_yaw      ``cmd_vel.linear.x``, ``cmd_vel.angular.z`` (zero after ``cmd_vel_timeout_s``)
 ==================  ===========================================================
 """
 
@@ -28,12 +30,12 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+from robotrl.deploy.profile import RobotProfile
 
 SOURCES = ("base_height", "projected_gravity", "base_lin_vel", "base_ang_vel", "joint_pos", "joint_vel",
            "last_action", "command_vx_yaw")
 NEEDS = {"base_height": "odom", "base_lin_vel": "odom", "projected_gravity": "imu", "base_ang_vel": "imu",
          "joint_pos": "joint_states", "joint_vel": "joint_states"}
-CMD_TIMEOUT_S = 0.5
 
 
 def quat_rotate_inverse_wxyz(q_wxyz: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -66,6 +68,8 @@ class RobotState:
     Attributes:
         joint_pos, joint_vel: ``(A,)`` float64.
         quat: ``(4,)`` w, x, y, z (MuJoCo order). ang_vel, base_pos, lin_vel: ``(3,)``. command: ``(2,)``.
+        limits: the profile's safety settings; the ``input_*`` thresholds and ``cmd_vel_timeout_s``
+            apply here.
         stamp: input name -> monotonic receive time of the last accepted message (absent: never).
         header_time: input name -> ``header.stamp`` (s) of the last accepted message.
         rejected: Counter of dropped messages by ``"<input>/<reason>"``.
@@ -73,18 +77,21 @@ class RobotState:
 
     """
 
-    def __init__(self, policy_joints: list[str], profile_joints: list[str], lo: np.ndarray, hi: np.ndarray,
-                 vel_limits: np.ndarray, pos_margin: float, vel_factor: float) -> None:
-        missing = sorted(set(policy_joints) - set(profile_joints))
+    def __init__(self, profile: RobotProfile, policy_joints: list[str]) -> None:
+        missing = sorted(set(policy_joints) - set(profile.joints.names))
         if missing:
-            raise ValueError(f"Robot profile lacks the policy's joints {missing}; add them to joints.names.")
+            raise ValueError(f"Robot profile {profile.name!r} lacks the policy's joints {missing}; add them to "
+                             "joints.names.")
+        s = profile.safety
+        self.limits = s
         self.policy_joints = list(policy_joints)
         self.index = {n: i for i, n in enumerate(self.policy_joints)}
-        self.known = set(profile_joints)
-        index = {n: i for i, n in enumerate(profile_joints)}
+        self.known = set(profile.joints.names)
+        index = {n: i for i, n in enumerate(profile.joints.names)}
         order = [index[n] for n in policy_joints]
-        self.lo, self.hi = lo[order] - pos_margin, hi[order] + pos_margin
-        self.vmax = np.asarray(vel_limits, dtype=np.float64)[order] * vel_factor
+        lo, hi = profile.limits()
+        self.lo, self.hi = lo[order] - s.input_position_margin, hi[order] + s.input_position_margin
+        self.vmax = np.asarray(profile.joints.velocity_limits, dtype=np.float64)[order] * s.input_velocity_factor
         n = len(policy_joints)
         self.joint_pos, self.joint_vel = np.zeros(n), np.zeros(n)
         self.quat = np.array([1.0, 0.0, 0.0, 0.0])
@@ -131,7 +138,7 @@ class RobotState:
         if not _finite(q, w):
             return self._reject("imu", "nan")
         norm = float(np.linalg.norm(q))
-        if abs(norm - 1.0) > 0.05 or np.any(np.abs(w) > 50.0):
+        if abs(norm - 1.0) > self.limits.input_quat_norm_tol or np.any(np.abs(w) > self.limits.input_max_ang_vel):
             return self._reject("imu", "out_of_range")
         self.quat, self.ang_vel = q / norm, w
         self.stamp["imu"] = now
@@ -146,7 +153,7 @@ class RobotState:
         pos, lin = np.array([p.x, p.y, p.z]), np.array([v.x, v.y, v.z])
         if not _finite(pos, lin):
             return self._reject("odom", "nan")
-        if np.any(np.abs(lin) > 50.0):
+        if np.any(np.abs(lin) > self.limits.input_max_lin_vel):
             return self._reject("odom", "out_of_range")
         self.base_pos, self.lin_vel = pos, lin
         self.stamp["odom"] = now
@@ -193,7 +200,7 @@ def required_inputs(obs_terms: list[dict[str, Any]]) -> list[str]:
 def build_observation(obs_terms: list[dict[str, Any]], state: RobotState, last_action: np.ndarray,
                       now: float) -> np.ndarray:
     """The ``(P,)`` float32 policy observation (see module docstring)."""
-    command = state.command if state.age("cmd_vel", now) <= CMD_TIMEOUT_S else np.zeros(2)
+    command = state.command if state.age("cmd_vel", now) <= state.limits.cmd_vel_timeout_s else np.zeros(2)
     values = {
         "base_height": state.base_pos[2:3],
         "projected_gravity": quat_rotate_inverse_wxyz(state.quat, np.array([0.0, 0.0, -1.0])),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,15 @@ import yaml
 
 KINDS = ("position", "torque", "velocity")
 ADAPTERS = ("forward_command", "joint_trajectory", "cmd_vel")
+# Input sanity thresholds checked by RobotProfile.validate: (safety field, unit, whether 0 is allowed).
+INPUT_LIMITS = (
+    ("input_position_margin", "rad beyond the position limits", True),
+    ("input_velocity_factor", "times the velocity limits", False),
+    ("input_max_ang_vel", "rad/s", False),
+    ("input_max_lin_vel", "m/s", False),
+    ("input_quat_norm_tol", "deviation of the quaternion norm from 1", False),
+    ("cmd_vel_timeout_s", "s", False),
+)
 
 
 @dataclass
@@ -80,6 +90,10 @@ class Safety:
         position_margin: tolerance (rad) beyond the position limits before the torque guard acts.
         input_position_margin: joint_states positions further than this outside the limits are dropped.
         input_velocity_factor: joint_states velocities above this times the limit are dropped.
+        input_max_ang_vel: imu angular velocity entries above this (rad/s) are dropped.
+        input_max_lin_vel: odom linear twist entries above this (m/s) are dropped.
+        input_quat_norm_tol: imu orientations whose norm differs from 1 by more than this are dropped.
+        cmd_vel_timeout_s: a velocity command older than this (s) reads as zero in the observation.
         max_tilt_rad: tilt of the base from upright beyond which the robot goes to DAMP (0: off).
         min_base_height: base height below which the robot goes to DAMP (null: off).
         soft_start_s: blend time from the measured pose to the policy command.
@@ -97,6 +111,10 @@ class Safety:
     position_margin: float = 0.0
     input_position_margin: float = 0.5
     input_velocity_factor: float = 5.0
+    input_max_ang_vel: float = 50.0
+    input_max_lin_vel: float = 50.0
+    input_quat_norm_tol: float = 0.05
+    cmd_vel_timeout_s: float = 0.5
     max_tilt_rad: float = 0.0
     min_base_height: float | None = None
     soft_start_s: float = 2.0
@@ -174,7 +192,19 @@ class RobotProfile:
         lo, hi = self.limits()
         if np.any(lo > hi):
             raise ValueError(f"profile {self.name}: a joint has position_limits lo > hi.")
+        self._validate_input_limits()
         return self
+
+    def _validate_input_limits(self) -> None:
+        s = self.safety
+        for key, unit, allow_zero in INPUT_LIMITS:
+            value = getattr(s, key)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+                bound = ">= 0" if allow_zero else "> 0"
+                default = getattr(Safety, key)
+                raise ValueError(f"profile {self.name}: safety.{key}={value!r}; it must be a finite number "
+                                 f"{bound} ({unit}); the default is {default}.")
 
     def limits(self) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` position limits ``(J,)``."""
