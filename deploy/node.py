@@ -1,4 +1,4 @@
-r"""``robotrl-deploy``: the policy node. Topics in, safety chain, commands out, on absolute deadlines.
+r"""``robotrl-deploy``: the policy node. Robot inputs in, safety chain, commands out, on absolute deadlines.
 
 Usage (what a launch ``<node>`` runs)::
 
@@ -16,8 +16,10 @@ rclpy), ``domain_id`` (default ``$ROS_DOMAIN_ID`` or 0), ``localhost_only``, ``r
 to 0.8 period, for inputs whose ``header.stamp`` is newer than the last used and equal across
 inputs, so every command answers the state of the step before; never on hardware).
 
-Each period the loop wakes at ``t0 + k * period`` (monotonic clock), drains the inputs,
-runs ``SafetyChain.step`` and publishes the command, the debug topics
+The node talks to a ``robotrl.deploy.robot.Robot`` (``get_observation``, ``send_action``),
+by default a ``TopicRobot`` on ROS 2 topics; tests drive it through ``FakeRobot`` in process.
+Each period the loop wakes at ``t0 + k * period`` (monotonic clock), drains the robot's inputs,
+runs ``SafetyChain.step``, sends the command through the robot and publishes the debug topics
 (``<debug_prefix>/observation|action|command|timing``) and, at 10 Hz or on an event,
 ``/robotrl/status``. A wake-up later than one period counts as a missed period and the
 schedule skips ahead, never bunching ticks. SIGINT or SIGTERM stops the loop, publishes
@@ -33,17 +35,18 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from robotrl.deploy import msgs
-from robotrl.deploy.observation import RobotState, required_inputs
-from robotrl.deploy.outputs import OutputAdapter
+from robotrl.deploy.observation import required_inputs
 from robotrl.deploy.params import console_front
 from robotrl.deploy.profile import RobotProfile, load_profile
+from robotrl.deploy.robot import Robot, Telemetry
 from robotrl.deploy.runtime import OnnxPolicy
 from robotrl.deploy.safety import Mode, SafetyChain
-from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS, Transport, make_transport
+from robotrl.deploy.transport import Transport
 
 log = logging.getLogger("robotrl.deploy")
 
@@ -60,77 +63,82 @@ def _vector(values: np.ndarray | list[float]) -> msgs.Float64MultiArray:
 
 
 class PolicyNode:
-    """Wires transport, inputs, safety chain, output adapter and recorder (module docstring)."""
+    """Drives a ``Robot`` with the safety chain on absolute deadlines (module docstring).
 
-    def __init__(self, params: dict[str, Any], transport: Transport | None = None) -> None:
+    Args:
+        params: the node parameters (``DEFAULTS`` keys, plus ``remap`` for topic remaps).
+        robot: the robot to drive; default a ``TopicRobot`` on a transport built from ``params``.
+        telemetry: where status and debug vectors go; default ``TopicTelemetry`` on that transport
+            (required with a ``robot`` of your own).
+        clock: the monotonic clock (``time.monotonic``; tests pass a manual one).
+
+    Attributes:
+        ticks: control periods run so far (the node's period counter).
+        input_tick: input name -> the tick (0-based) at which its last accepted message was taken.
+
+    """
+
+    def __init__(self, params: dict[str, Any], robot: Robot | None = None, telemetry: Telemetry | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if not params["policy"] or not params["robot"]:
             raise ValueError("robotrl-deploy needs policy:=<policy.json from robotrl export> and "
                              "robot:=<profile name or YAML>.")
+        if (robot is None) != (telemetry is None):
+            raise ValueError("PolicyNode: pass both robot= and telemetry= (e.g. FakeRobot and MemoryTelemetry), "
+                             "or neither for ROS 2 topics.")
         self.params = params
+        self.clock = clock
         self.lifecycle = "unconfigured"
         self.policy = OnnxPolicy(params["policy"])
         self.spec = self.policy.spec
         if not self.spec.get("obs_terms"):
             raise ValueError(f"{params['policy']} has no obs_terms: its task has no deploy hook "
                              "(tasks/<name>/deploy.py::obs_terms); add one and re-export.")
-        self.profile: RobotProfile = load_profile(params["robot"])
+        self.profile: RobotProfile = robot.profile if robot is not None else load_profile(params["robot"])
         rate = params["rate_hz"] or self.profile.rate_hz or self.spec["rate_hz"]
         self.period = 1.0 / float(rate)
         if abs(self.period - self.spec["step_dt"]) > 1e-6:
             log.warning("running at %.1f Hz; the policy was trained at %.1f Hz", rate, 1.0 / self.spec["step_dt"])
         self.auto_arm = self.profile.auto_arm if params["auto_arm"] is None else bool(params["auto_arm"])
-        lo, hi = self.profile.limits()
-        s = self.profile.safety
-        self.state = RobotState(self.spec["joint_names"], self.profile.joints.names, lo, hi,
-                                np.asarray(self.profile.joints.velocity_limits), s.input_position_margin,
-                                s.input_velocity_factor)
         self.chain = SafetyChain(self.spec, self.profile, self.period)
         self.required = required_inputs(self.spec["obs_terms"])
-        self.output = OutputAdapter(self.profile, self.spec["joint_names"], self.period)
-        domain = params["domain_id"] if params["domain_id"] is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
-        self.transport = transport or make_transport(params["transport"], int(domain),
-                                                     bool(params["localhost_only"]), "robotrl_deploy")
-        self._make_endpoints(params.get("remap", lambda t: t))
         self.recorder = None
         if params["record_dir"]:
             from robotrl.deploy.recorder import Recorder
 
             self.recorder = Recorder(params["record_dir"], self._bag_metadata(), int(params["bag_version"]))
+        self.transport: Transport | None = None
+        if robot is None:
+            robot, telemetry = self._topic_robot(params)
+        if robot.joint_names != list(self.spec["joint_names"]):
+            raise ValueError(f"robot {robot.name!r} takes joints {robot.joint_names}; the policy commands "
+                             f"{self.spec['joint_names']}: build the robot with the spec's joint_names.")
+        self.robot: Robot = robot
+        self.telemetry: Telemetry = telemetry
+        self.state = robot.state
         self.missed_periods = 0
         self.ticks = 0
+        self.input_tick: dict[str, int] = {}
         self._estop_seen: float | None = None
         self._estop_pressed = False
         self._stop = False
         self._last_status = -math.inf
         self._last_synced: float | None = None
-        self._latest: dict[str, tuple[Any, int]] = {}
+        self._latest: dict[str, tuple[str, Any, int]] = {}
+        self.robot.connect()
         self.lifecycle = "inactive"
 
     # --- setup ----------------------------------------------------------------------
-    def _make_endpoints(self, remap: Any) -> None:
-        t, tr = self.profile.topics, self.transport
-        self.topic = {
-            "joint_states": remap(t.joint_states), "imu": remap(t.imu), "odom": remap(t.odom),
-            "cmd_vel": remap(t.cmd_vel), "estop": remap(t.estop), "arm": remap(t.arm),
-        }
-        types = {"joint_states": msgs.JointState, "imu": msgs.Imu, "odom": msgs.Odometry,
-                 "cmd_vel": msgs.TwistStamped if t.cmd_vel_stamped else msgs.Twist,
-                 "estop": msgs.Bool, "arm": msgs.Bool}
-        wanted = [*self.required, "cmd_vel", "estop", "arm"]
-        for name in self.required:
-            if not self.topic[name]:
-                raise ValueError(f"The policy needs {name} but robot profile {self.profile.name!r} sets "
-                                 f"topics.{name} empty.")
-        self.subs = {name: tr.subscription(self.topic[name], types[name],
-                                           RELIABLE_QOS if name in ("estop", "arm") else SENSOR_QOS)
-                     for name in wanted if self.topic[name]}
-        self.cmd_topic = remap(self.profile.output.topic)
-        self.cmd_pub = tr.publisher(self.cmd_topic, self.output.msg_type)
-        prefix = t.debug_prefix.rstrip("/")
-        self.debug_topics = {k: f"{prefix}/{k}" for k in ("observation", "action", "command", "timing")}
-        self.debug = {k: tr.publisher(v, msgs.Float64MultiArray, RELIABLE_QOS) for k, v in self.debug_topics.items()}
-        self.status_topic = remap(t.status)
-        self.status_pub = tr.publisher(self.status_topic, msgs.DiagnosticArray, RELIABLE_QOS)
+    def _topic_robot(self, params: dict[str, Any]) -> tuple[Robot, Telemetry]:
+        from robotrl.deploy.ros_robot import TopicRobot, TopicTelemetry
+        from robotrl.deploy.transport import make_transport
+
+        domain = params["domain_id"] if params["domain_id"] is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
+        self.transport = make_transport(params["transport"], int(domain), bool(params["localhost_only"]),
+                                        "robotrl_deploy")
+        remap = params.get("remap", lambda t: t)
+        robot = TopicRobot(self.profile, self.spec["joint_names"], self.required, self.transport, self.period, remap)
+        return robot, TopicTelemetry(self.profile, self.transport, remap)
 
     def _bag_metadata(self) -> dict[str, str]:
         from robotrl.deploy.spec import sha256_file
@@ -144,24 +152,21 @@ class PolicyNode:
 
     # --- per period -------------------------------------------------------------------
     def _drain_inputs(self, now: float, wall_ns: int) -> None:
-        self.transport.spin_once()
-        ingest = {"joint_states": self.state.ingest_joint_state, "imu": self.state.ingest_imu,
-                  "odom": self.state.ingest_odom, "cmd_vel": self.state.ingest_cmd_vel}
-        for name, sub in self.subs.items():
-            for arrival, msg in sub.take():
-                self._latest[name] = (msg, wall_ns - int((now - arrival) * 1e9))
-                if self.recorder:
-                    self.recorder.write(self.topic[name], msg, wall_ns - int((now - arrival) * 1e9))
-                if name in ingest:
-                    ingest[name](msg, arrival)
-                elif name == "estop":
-                    self._estop_seen = arrival
-                    if msg.data:
-                        self._estop_pressed = True
-                    elif self._estop_pressed and self.chain.mode in (Mode.PASSIVE, Mode.DAMP, Mode.HOLD):
-                        self._estop_pressed = False  # released; the latched fault still needs a re-arm
-                elif name == "arm" and msg.data:
-                    self._arm(now)
+        for rx in self.robot.get_observation().received:
+            stamp_ns = wall_ns - int((now - rx.arrival) * 1e9)
+            self._latest[rx.name] = (rx.topic, rx.msg, stamp_ns)
+            if self.recorder:
+                self.recorder.write(rx.topic, rx.msg, stamp_ns)
+            if rx.accepted or rx.name == "estop":
+                self.input_tick[rx.name] = self.ticks
+            if rx.name == "estop":
+                self._estop_seen = rx.arrival
+                if rx.msg.data:
+                    self._estop_pressed = True
+                elif self._estop_pressed and self.chain.mode in (Mode.PASSIVE, Mode.DAMP, Mode.HOLD):
+                    self._estop_pressed = False  # released; the latched fault still needs a re-arm
+            elif rx.name == "arm" and rx.msg.data:
+                self._arm(now)
 
     def _estop_ok(self, now: float) -> bool:
         s = self.profile.safety
@@ -181,13 +186,13 @@ class PolicyNode:
             return False
         if self.recorder:
             self.recorder.start_episode()
-            for name, (msg, stamp_ns) in self._latest.items():  # the inputs the first command answers
-                self.recorder.write(self.topic[name], msg, stamp_ns)
+            for topic, msg, stamp_ns in self._latest.values():  # the inputs the first command answers
+                self.recorder.write(topic, msg, stamp_ns)
         return True
 
     def tick(self, deadline: float) -> None:
-        """One control period: inputs, chain, outputs, debug, record."""
-        now = time.monotonic()
+        """One control period: inputs, chain, the command to the robot, debug, record."""
+        now = self.clock()
         wall_ns = time.time_ns()
         self._drain_inputs(now, wall_ns)
         if self.params["sync_inputs"] and self.chain.mode in (Mode.SOFT_START, Mode.POLICY):
@@ -199,54 +204,60 @@ class PolicyNode:
         self._last_synced = self.state.header_time.get("joint_states")
         published = None
         if result.command is not None:
-            out = self.output.message(result.command, wall_ns * 1e-9)
-            self.cmd_pub.publish(out)
-            published = time.monotonic()
-            self._debug_and_record(result, out, wall_ns)
+            sent = self.robot.send_action(result.command)
+            published = self.clock()
+            if not np.array_equal(sent, result.command):
+                self.chain.counters["robot_clipped"] += 1
+            self.chain.last_command = sent  # the delta cap of the next period starts from what was sent
+            self._report_vectors(result, sent, wall_ns)
         self.ticks += 1
         ages = [self.state.age(s, now) for s in self.required]
         timing = [float(self.ticks), deadline, now, published or math.nan,
-                  (published or time.monotonic()) - now, max(ages) if ages else 0.0, float(self.missed_periods)]
-        timing_msg = _vector(timing)
-        self.debug["timing"].publish(timing_msg)
-        if self.recorder:
-            self.recorder.write(self.debug_topics["timing"], timing_msg, wall_ns)
+                  (published or self.clock()) - now, max(ages) if ages else 0.0, float(self.missed_periods)]
+        self._report("timing", _vector(timing), wall_ns)
         if result.events or now - self._last_status >= 0.1:
             self._publish_status(result.events, now, wall_ns)
 
     def _wait_for_sync(self, until: float, wall_ns: int) -> float:
         times = self.state.header_time
-        while time.monotonic() < until:
+        while self.clock() < until:
             stamps = {times.get(s) for s in self.required}
             if len(stamps) == 1 and None not in stamps and stamps.pop() != self._last_synced:
                 break
             time.sleep(0.0002)
-            self._drain_inputs(time.monotonic(), wall_ns)
+            self._drain_inputs(self.clock(), wall_ns)
         else:
             self.chain.counters["sync_timeouts"] += 1
-        return time.monotonic()
+        return self.clock()
 
-    def _debug_and_record(self, result: Any, out: Any, wall_ns: int) -> None:
-        vectors = {"command": _vector(result.command)}
-        if result.obs is not None:
-            vectors["observation"] = _vector(result.obs)
-        if result.raw_action is not None:
-            vectors["action"] = _vector(result.raw_action)
-        for key, msg in vectors.items():
-            self.debug[key].publish(msg)
-            if self.recorder:
-                self.recorder.write(self.debug_topics[key], msg, wall_ns)
+    def _report(self, key: str, msg: Any, wall_ns: int | None) -> None:
+        self.telemetry.publish(key, msg)
         if self.recorder:
-            self.recorder.write(self.cmd_topic, out, wall_ns)
+            self.recorder.write(self.telemetry.topic(key), msg, wall_ns)
+
+    def _report_vectors(self, result: Any, sent: np.ndarray, wall_ns: int) -> None:
+        if self.recorder:
+            self.recorder.write(self.robot.command_topic, self.robot.last_message, wall_ns)
+        self._report("command", _vector(sent), wall_ns)
+        if result.obs is not None:
+            self._report("observation", _vector(result.obs), wall_ns)
+        if result.raw_action is not None:
+            self._report("action", _vector(result.raw_action), wall_ns)
 
     def status(self, events: list[str]) -> msgs.DiagnosticArray:
-        """The ``/robotrl/status`` message: mode, lifecycle, faults, counters, events."""
+        """The ``/robotrl/status`` message: mode, lifecycle, faults, counters, events.
+
+        ``ticks`` counts the periods run, including the current one; ``tick/<input>`` is the
+        0-based period in which the last accepted message of that input was taken, so
+        ``ticks - 1 - tick/<input>`` is its age in control periods.
+        """
         values = {"mode": self.chain.mode.value, "lifecycle": self.lifecycle if self.lifecycle in
                   ("unconfigured", "finalized") else self.chain.lifecycle,
                   "faults": ",".join(sorted(self.chain.faults)), "missed_periods": str(self.missed_periods),
                   "ticks": str(self.ticks), "events": ";".join(events)}
         values.update({f"rejected/{k}": str(v) for k, v in sorted(self.state.rejected.items())})
         values.update({f"accepted/{k}": str(v) for k, v in sorted(self.state.accepted.items())})
+        values.update({f"tick/{k}": str(v) for k, v in sorted(self.input_tick.items())})
         values.update({k: str(v) for k, v in sorted(self.chain.counters.items())})
         status = msgs.DiagnosticStatus(level=LEVEL[self.chain.mode], name="robotrl/policy_node",
                                        message=self.chain.mode.value, hardware_id=self.profile.name,
@@ -254,10 +265,7 @@ class PolicyNode:
         return msgs.DiagnosticArray(header=msgs.Header(stamp=msgs.stamp(time.time())), status=[status])
 
     def _publish_status(self, events: list[str], now: float, wall_ns: int) -> None:
-        msg = self.status(events)
-        self.status_pub.publish(msg)
-        if self.recorder:
-            self.recorder.write(self.status_topic, msg, wall_ns)
+        self._report("status", self.status(events), wall_ns)
         self._last_status = now
         for event in events:
             log.info("event %s", event)
@@ -277,19 +285,18 @@ class PolicyNode:
                 raise RuntimeError(f"rt_priority={priority}: cannot switch to SCHED_FIFO ({exc}); grant "
                                    "CAP_SYS_NICE / an rtprio limit, or set rt_priority:=0.") from exc
         gc.collect()
-        gc.freeze()
-        # the DDS receive thread deserializes in Python: hand the GIL back to the loop quickly
-        sys.setswitchinterval(0.0005)  # setup objects leave the collector's generations: shorter pauses in the loop
+        gc.freeze()  # setup objects leave the collector's generations: shorter pauses in the loop
+        sys.setswitchinterval(0.0005)  # the DDS receive thread deserializes in Python: get the GIL back quickly
         self.lifecycle = "active"
-        start = time.monotonic()
+        start = self.clock()
         deadline = start + self.period
-        while not self._stop and (duration_s <= 0 or time.monotonic() - start < duration_s):
-            remaining = deadline - time.monotonic()
+        while not self._stop and (duration_s <= 0 or self.clock() - start < duration_s):
+            remaining = deadline - self.clock()
             if remaining > 0:
                 time.sleep(remaining)
             if self._stop:
                 break
-            late = time.monotonic() - deadline
+            late = self.clock() - deadline
             if late >= self.period:
                 skipped = int(late // self.period)
                 self.missed_periods += skipped
@@ -301,29 +308,27 @@ class PolicyNode:
         return 0
 
     def shutdown(self) -> None:
-        """Publish the DAMP (safe) command for ``shutdown_s`` if anything was commanded, then finalize."""
+        """Send the DAMP (safe) command for ``shutdown_s`` if anything was commanded, then finalize."""
         if self.chain.last_command is not None:
-            end = time.monotonic() + float(self.params["shutdown_s"])
+            end = self.clock() + float(self.params["shutdown_s"])
             while True:
-                self.transport.spin_once()
-                for name in ("joint_states",):
-                    for arrival, msg in self.subs[name].take():
-                        self.state.ingest_joint_state(msg, arrival)
+                self.robot.get_observation()  # the measured joint state the DAMP command answers
                 safe = self.chain.enforce(self.chain.safe_command(self.state, Mode.DAMP), self.state.joint_pos)
-                self.chain.last_command = safe
-                self.cmd_pub.publish(self.output.message(safe, time.time()))
+                self.chain.last_command = self.robot.send_action(safe)
                 if self.recorder:
-                    self.recorder.write(self.cmd_topic, self.output.message(safe, time.time()))
-                    self.recorder.write(self.debug_topics["command"], _vector(safe))
-                if time.monotonic() >= end:
+                    self.recorder.write(self.robot.command_topic, self.robot.last_message)
+                self._report("command", _vector(self.chain.last_command), None)
+                if self.clock() >= end:
                     break
-                time.sleep(min(self.period, max(0.0, end - time.monotonic())))
+                time.sleep(min(self.period, max(0.0, end - self.clock())))
             log.info("shutdown: safe (DAMP) command sent")
+        self.robot.disconnect()
         self.lifecycle = "finalized"
-        self.status_pub.publish(self.status(["shutdown"]))
+        self._report("status", self.status(["shutdown"]), None)
         if self.recorder:
             self.recorder.stop_episode()
-        self.transport.close()
+        if self.transport is not None:
+            self.transport.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,8 +20,8 @@ def make_humanoid_checkpoint(root: Path, seed: int = 0, steps: int = 40) -> Path
 
     from robotrl.envs.task_env import TaskEnv
     from robotrl.policies.mlp import ActorCritic, PolicyConfig
-    from robotrl.storage.checkpoint import prefixed, save_checkpoint
     from robotrl.sim.backend import SimConfig
+    from robotrl.storage.checkpoint import prefixed, save_checkpoint
 
     torch.manual_seed(seed)
     cfg = HumanoidConfig(randomize=False)
@@ -165,3 +165,38 @@ class FakeRobot:
         self._run = False
         self._thread.join(2)
         self.tr.close()
+
+
+def affine_policy(root: Path, joints: list[str], period: float, bias: float, kind: str = "position",
+                  scale: float = 1.0) -> Path:
+    """Write ``policy.onnx`` + ``policy.json`` of ``action = bias`` (constant) for ``joints``; returns the JSON.
+
+    Observations are ``joint_pos``, ``joint_vel`` and ``last_action`` (``3 * len(joints)``);
+    the model multiplies them by zero, so the action never depends on them. Needs ``onnx``.
+    """
+    import json
+
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from robotrl.deploy.spec import FORMAT, SPEC_VERSION, sha256_file
+
+    n = len(joints)
+    w = numpy_helper.from_array(np.zeros((3 * n, n), np.float32), "W")
+    b = numpy_helper.from_array(np.full(n, bias, np.float32), "B")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["obs", "W"], ["h"]), helper.make_node("Add", ["h", "B"], ["action"])],
+        "affine", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", 3 * n])],
+        [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", n])], [w, b])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+              root / "policy.onnx")
+    terms = [{"name": k, "size": n, "source": k, "scale": 1.0, "offset": 0.0}
+             for k in ("joint_pos", "joint_vel", "last_action")]
+    spec = {"format": FORMAT, "version": SPEC_VERSION, "onnx": "policy.onnx",
+            "onnx_sha256": sha256_file(root / "policy.onnx"), "input": "obs", "output": "action",
+            "obs_dim": 3 * n, "action_dim": n, "obs_layout": [[t["name"], n] for t in terms], "obs_terms": terms,
+            "obs_norm": None, "joint_names": list(joints), "joint_range": None, "step_dt": period,
+            "rate_hz": 1 / period, "task": {"name": "affine", "config": {}}, "config_hash": "affine",
+            "action_spec": {"kind": kind, "scale": [scale] * n, "offset": [0.0] * n, "default_pose": [0.0] * n}}
+    (root / "policy.json").write_text(json.dumps(spec))
+    return root / "policy.json"

@@ -4,11 +4,12 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from robotrl.deploy import msgs
 from robotrl.deploy.observation import RobotState
-from robotrl.deploy.profile import load_profile
+from robotrl.deploy.profile import load_profile, profile_path
 from robotrl.deploy.safety import Mode, SafetyChain
 
 ARM = load_profile("example_arm")
@@ -36,10 +37,7 @@ def make(kind: str = "position", soft_start: float = 0.0, **safety) -> tuple[Saf
     for key, value in safety.items():
         setattr(profile.safety, key, value)
     spec = arm_spec(kind)
-    lo, hi = profile.limits()
-    state = RobotState(spec["joint_names"], profile.joints.names, lo, hi, np.asarray(profile.joints.velocity_limits),
-                       0.2, 2.0)
-    return SafetyChain(spec, profile, PERIOD), state
+    return SafetyChain(spec, profile, PERIOD), RobotState(profile, spec["joint_names"])
 
 
 def feed(state, now, pos=None, vel=None):
@@ -141,28 +139,46 @@ def test_kind_mismatch_is_an_error():
         SafetyChain(arm_spec("torque"), profile, PERIOD)
 
 
+def profile_numbers() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, hi, step cap) in the policy's joint order, read from example_arm.yaml itself, not the chain."""
+    data = yaml.safe_load(profile_path("example_arm").read_text())
+    names = data["joints"]["names"]
+    order = [names.index(n) for n in arm_spec()["joint_names"]]
+    limits = np.asarray(data["joints"]["position_limits"], dtype=np.float64)[order]
+    velocity = np.asarray(data["joints"]["velocity_limits"], dtype=np.float64)[order]
+    # position commands: at most delta_cap and velocity_limit * period per step
+    return limits[:, 0], limits[:, 1], np.minimum(float(data["safety"]["delta_cap"]), velocity * PERIOD)
+
+
+LO, HI, STEP_CAP = profile_numbers()
 floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+def test_profile_numbers_are_the_arm_yaml():
+    # the fuzz below is only as good as these: the arm's wrist limits are +-3.1 rad, 3 rad/s
+    assert LO[0] == -3.1 and HI[0] == 3.1 and STEP_CAP[0] == pytest.approx(min(0.02, 3.0 * PERIOD))
+    assert np.all(STEP_CAP > 0) and np.all(LO < HI)
 
 
 @settings(max_examples=200, deadline=None)
 @given(
     outputs=st.lists(st.lists(floats, min_size=J, max_size=J), min_size=1, max_size=12),
-    positions=st.lists(st.floats(-3.0, 3.0), min_size=J, max_size=J),
+    positions=st.lists(st.floats(-3.5, 3.5), min_size=J, max_size=J),
     soft=st.sampled_from([0.0, 0.05]),
 )
-def test_fuzzed_policy_output_keeps_limits_and_delta_cap(outputs, positions, soft):
+def test_fuzzed_policy_output_keeps_profile_limits_and_step_cap(outputs, positions, soft):
     chain, state = make(soft_start=soft)
-    pos = np.clip(np.asarray(positions), chain.lo - 0.1, chain.hi + 0.1)
+    # measured poses up to 0.1 rad outside the limits (inside input_position_margin, so they are accepted)
+    pos = np.clip(np.asarray(positions), LO - 0.1, HI + 0.1)
     feed(state, 0.0, pos=pos)
     chain.arm(state, 0.0, FRESH)
     prev = None
     for k, raw in enumerate(outputs):
-        now = (k + 1) * 0.01
+        now = (k + 1) * PERIOD
         feed(state, now, pos=pos)
-        out = chain.step(state, now, ["joint_states"], True, lambda o, raw=raw: np.asarray(raw))
-        cmd = out.command
+        cmd = chain.step(state, now, ["joint_states"], True, lambda o, raw=raw: np.asarray(raw)).command
         assert cmd is not None and np.all(np.isfinite(cmd))
-        assert np.all(cmd >= chain.lo - 1e-12) and np.all(cmd <= chain.hi + 1e-12)
+        assert np.all(cmd >= LO - 1e-12) and np.all(cmd <= HI + 1e-12)
         if prev is not None:
-            assert np.all(np.abs(cmd - prev) <= chain.delta_cap + 1e-12)
+            assert np.all(np.abs(cmd - prev) <= STEP_CAP + 1e-12)
         prev = cmd
