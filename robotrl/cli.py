@@ -60,7 +60,7 @@ def _train(cfg: DictConfig) -> None:
         from robotrl.config import EvalConfig
         from robotrl.runners.evaluate import evaluate
 
-        result = evaluate(EvalConfig(checkpoint=run_dir, num_envs=8, episodes=8, video_steps=200))
+        result = evaluate(EvalConfig(checkpoint=run_dir, sim=typed.sim, num_envs=8, episodes=8, video_steps=200))
         shown = {k: round(v, 3) if isinstance(v, float) else v for k, v in result.items()
                  if k in ("return", "length", "success", "video", "learning_curve")}
         print(f"eval (8 episodes, deterministic):\n{json.dumps(shown, indent=2)}")

@@ -39,6 +39,9 @@ class TrainConfig:
         progress: show the rich progress bar.
         tensorboard: also write TensorBoard event files (JSONL metrics are always written).
         log_level: Python logging level for robotrl.
+        save_replay: off-policy runs also write their replay buffer with each checkpoint (one
+            file, the newest only), so that a resumed run does not start from an empty buffer.
+        replay_save_max_gb: ... unless the buffer is larger than this (then a warning says so).
         base: ``algo=residual`` only: frozen base policy, a checkpoint or an HDF5 dataset
             (shorthand for ``algo.base``, which wins when both are set).
 
@@ -59,6 +62,8 @@ class TrainConfig:
     log_level: str = "INFO"
     eval_at_end: bool = True
     torch_threads: int = 1
+    save_replay: bool = True
+    replay_save_max_gb: float = 1.0
     base: str = ""
 
 
@@ -68,9 +73,15 @@ class EvalConfig:
 
     Attributes:
         checkpoint: run directory, its ``checkpoints/`` directory, or a ``ckpt_*.safetensors``.
+        sim: backend and threads (group ``sim``, as in training); its ``num_envs`` is replaced
+            by ``num_envs`` below.
+        task: overrides of the checkpoint's task config, to stress a policy on conditions it
+            never saw: ``task.min_turn_radius=1.0 task.num_obstacles=5``. Unknown fields and
+            wrong types are errors naming the valid fields.
         num_envs: parallel worlds for the statistics.
-        episodes: finished episodes to average over (at least).
-        split: task instance set: ``train`` or ``heldout``.
+        episodes: episodes to average over (at least): every world contributes its first
+            ``ceil(episodes / num_envs)`` episodes, so short episodes are not over-weighted.
+        split: task instance set: ``train`` (at the curriculum stage the run reached) or ``heldout``.
         video: write ``eval.mp4`` of world 0.
         video_steps: control steps in the video.
         video_size: ``[height, width]`` of the video.
@@ -83,6 +94,8 @@ class EvalConfig:
     """
 
     checkpoint: str = MISSING
+    sim: SimConfig = field(default_factory=SimConfig)
+    task: dict[str, Any] = field(default_factory=dict)
     num_envs: int = 16
     episodes: int = 16
     split: str = "train"

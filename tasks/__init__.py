@@ -54,16 +54,19 @@ def task_config_from_meta(meta: dict[str, Any], **overrides: Any) -> TaskConfig:
 
     Raises:
         KeyError: an override names a field the task's config does not have (valid fields listed).
+        omegaconf.errors.ValidationError: an override has the wrong type for its field.
 
     """
+    from omegaconf import OmegaConf
+
     name = meta["task"]["name"]
     schema = config_class(name)
     known = set(getattr(schema, "__dataclass_fields__", {}))
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise KeyError(f"Task {name!r} has no config field(s) {unknown}. Valid fields: {', '.join(sorted(known))}.")
-    values = {**meta["task"]["config"], **overrides}
-    return schema(**values)
+    base = OmegaConf.structured(schema(**meta["task"]["config"]))
+    return OmegaConf.to_object(OmegaConf.merge(base, overrides))  # type-checked against the schema
 
 
 __all__ = ["Task", "TaskConfig", "available", "config_class", "task_class", "task_config_from_meta"]

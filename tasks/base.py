@@ -52,6 +52,9 @@ class TaskConfig:
         action_delay_max: per-world action delay drawn from ``0..action_delay_max`` control steps.
         obs_noise_std: std of Gaussian noise added to the policy observation.
         split: which instance set to draw from: ``train`` or ``heldout``.
+        nan_max_count: non-finite reward terms or observations tolerated (counted per name,
+            in world-steps) before the env stops the run; each such world is reset meanwhile.
+        nan_max_fraction: ... and only once they also exceed this fraction of world-steps.
 
     """
 
@@ -63,6 +66,8 @@ class TaskConfig:
     action_delay_max: int = 0
     obs_noise_std: float = 0.0
     split: str = "train"
+    nan_max_count: int = 100
+    nan_max_fraction: float = 0.001
 
 
 class Task(abc.ABC):

@@ -66,6 +66,15 @@ class Algorithm(abc.ABC):
         """JSON-safe state (learning rate, optimizer hyperparameters)."""
         return {}
 
+    def generators(self) -> dict[str, torch.Generator]:
+        """The algorithm's own random streams (exploration noise, batch sampling), by name.
+
+        The runner saves and restores their states with every checkpoint. The default finds a
+        ``self.gen``; an algorithm with more streams overrides this.
+        """
+        gen = getattr(self, "gen", None)
+        return {"gen": gen} if isinstance(gen, torch.Generator) else {}
+
 
 class ReplayAlgorithm(Algorithm):
     """Off-policy learners that replay every transition at a fixed update-to-data ratio.
@@ -128,7 +137,7 @@ class ReplayAlgorithm(Algorithm):
         """Optimizers to checkpoint, by name."""
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
-        """Every network and Adam state (not the replay, which restarts empty on resume)."""
+        """Every network and Adam state (the runner saves the replay buffer beside the checkpoint)."""
         from robotrl.storage.checkpoint import optimizer_tensors, prefixed
 
         out: dict[str, torch.Tensor] = {}
@@ -142,7 +151,7 @@ class ReplayAlgorithm(Algorithm):
         """Update count and optimizer hyperparameters."""
         from robotrl.storage.checkpoint import optimizer_tensors
 
-        return {"num_updates": self.num_updates,
+        return {"num_updates": self.num_updates, "utd_credit": self._credit,
                 "optim": {name: optimizer_tensors(opt)[1] for name, opt in self._optims().items()}}
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
@@ -156,3 +165,4 @@ class ReplayAlgorithm(Algorithm):
             if name in algo_meta.get("optim", {}):
                 restore_optimizer(opt, strip(tensors, f"optim_{name}"), algo_meta["optim"][name])
         self.num_updates = algo_meta.get("num_updates", 0)
+        self._credit = float(algo_meta.get("utd_credit", 0.0))

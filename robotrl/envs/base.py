@@ -23,6 +23,11 @@ Everything is a torch tensor on ``env.device``; the first dimension is the world
     - ``"reward_terms"``: dict of named ``(N,)`` scaled reward terms of this step.
     - ``"sim_resets"``: int, worlds reset this step because physics failed (NaN,
       divergence, solver error). Those worlds report ``terminated=True`` and reward 0.
+    - ``"nan_resets"``, ``"nan_reward"``, ``"nan_obs"`` (only on a step where task code
+      produced NaN/Inf in a world whose physics is fine): the number of such worlds, and
+      dicts of term or observation name -> ``(N,)`` bool mask of the worlds it hit. Those
+      worlds are reset like failed simulations; a task that keeps doing it raises
+      ``FloatingPointError`` naming the term.
 """
 
 from __future__ import annotations

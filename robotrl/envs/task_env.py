@@ -4,6 +4,13 @@ It owns what every task shares: per-world autoreset, time-outs kept apart from
 terminations, episode statistics, the reward sum over named terms, action delay and
 observation noise (domain-randomization plumbing), and recovery of worlds whose physics
 failed. Tasks own the model, observations, reward terms and randomizers.
+
+Non-finite values that come from *task code* (a reward term or an observation going NaN
+or Inf in a world whose physics is fine) are never silently zeroed: the world is reset like
+a failed simulation (reward 0, ``terminated``), counted per name and per world in
+``info["nan_reward"]`` / ``info["nan_obs"]``, and once a name's count passes
+``task.nan_max_count`` world-steps *and* ``task.nan_max_fraction`` of all world-steps the env
+raises ``FloatingPointError`` naming it: a task bug stops the run instead of training on zeros.
 """
 
 from __future__ import annotations
@@ -42,6 +49,9 @@ class TaskEnv(VecEnv):
         self._term_scales = torch.zeros(0, 1, device=dev)
         self._episode_terms = torch.zeros(0, n, device=dev)
         self.total_sim_resets = 0
+        self.total_nan_resets = 0
+        self.nan_counts: dict[str, int] = {}
+        self._world_steps = 0
         delay_slots = task_cfg.action_delay_max + 1
         self._action_hist = torch.zeros(delay_slots, n, self.num_actions, device=dev)
         self._delay = torch.zeros(n, dtype=torch.long, device=dev)
@@ -78,24 +88,97 @@ class TaskEnv(VecEnv):
             truncated[invalid] = False
             self.total_sim_resets += int(invalid.numel())
             log.warning("reset %d world(s) whose physics failed: %s", invalid.numel(), invalid.tolist()[:8])
-        scaled = torch.nan_to_num(scaled, nan=0.0, posinf=0.0, neginf=0.0)
+        obs = self._observe()
+        info: dict[str, Any] = {"sim_resets": int(invalid.numel())}
+        self._world_steps += self.num_envs
+        if not (torch.isfinite(scaled.sum()) and all(torch.isfinite(v.sum()) for v in self._float_obs(obs))):
+            self._reset_non_finite(scaled, obs, invalid, terminated, truncated, info)
         reward = scaled.sum(0)
 
         self.episode_return += reward
         self._episode_terms += scaled
-        obs = self._observe()
         done = terminated | truncated
-        info: dict[str, Any] = {"reward_terms": dict(zip(self._term_names, scaled.unbind(0), strict=True)),
-                                "sim_resets": int(invalid.numel()), "final_obs": obs}
+        info["reward_terms"] = dict(zip(self._term_names, scaled.unbind(0), strict=True))
+        info["final_obs"] = obs
         done_ids = done.nonzero().squeeze(1)
         if done_ids.numel():
             info["episode"] = self._finish_episodes(done_ids)
             self._reset_ids(done_ids)
             obs = self._observe()
+            if not all(torch.isfinite(v.sum()) for v in self._float_obs(obs)):
+                self._count_reset_obs(obs, done_ids, info)
         self._obs = obs
         return obs, reward, terminated, truncated, info
 
     # ------------------------------------------------------------------------------
+    @staticmethod
+    def _float_obs(obs: Obs) -> list[torch.Tensor]:
+        return [v for v in obs.values() if v.is_floating_point()]
+
+    def _count_reset_obs(self, obs: Obs, ids: torch.Tensor, info: dict[str, Any]) -> None:
+        """Non-finite observations of freshly reset worlds ``ids``: counted as ``obs/<name>``, replaced by 0."""
+        fresh = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        fresh[ids] = True
+        for k, v in obs.items():
+            if not v.is_floating_point():
+                continue
+            mask = ~torch.isfinite(v.reshape(self.num_envs, -1)).all(1) & fresh
+            if bool(mask.any()):
+                info.setdefault("nan_obs", {})[k] = info.get("nan_obs", {}).get(k, mask) | mask
+                self.nan_counts["obs/" + k] = self.nan_counts.get("obs/" + k, 0) + int(mask.sum())
+                obs[k] = torch.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0)
+        log.warning("task %r gave non-finite observations right after reset in worlds %s", self.cfg.name,
+                    ids.tolist()[:8])
+        self._check_nan_limit()
+
+    def _check_nan_limit(self) -> None:
+        limit = max(self.cfg.nan_max_count, self.cfg.nan_max_fraction * self._world_steps)
+        over = {k: c for k, c in self.nan_counts.items() if c > limit}
+        if over:
+            raise FloatingPointError(
+                f"Task {self.cfg.name!r} produced non-finite values in {over} world-steps out of "
+                f"{self._world_steps} (limit {limit:.0f}): a bug in the task's "
+                + ", ".join(("reward term " if k.startswith("reward/") else "observation ") + repr(k.split("/", 1)[1])
+                            for k in over)
+                + ". Worlds with physics failures are not counted here; raise task.nan_max_count to tolerate it."
+            )
+
+    def _reset_non_finite(self, scaled: torch.Tensor, obs: Obs, invalid: torch.Tensor, terminated: torch.Tensor,
+                          truncated: torch.Tensor, info: dict[str, Any]) -> None:
+        """Count NaN/Inf reward terms ``(K, N)`` and observations per name and world, end those worlds.
+
+        Worlds whose physics failed (``invalid``) are already being reset and are not counted
+        here. Non-finite observation entries are replaced by 0 in ``obs`` so that ``final_obs`` never feeds
+        NaN to a normalizer; the world is terminated, so nothing bootstraps from that row.
+        """
+        healthy = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        healthy[invalid] = False
+        bad_reward = {name: ~torch.isfinite(row) & healthy for name, row in zip(self._term_names, scaled, strict=True)}
+        bad_obs = {k: ~torch.isfinite(v.reshape(self.num_envs, -1)).all(1) & healthy
+                   for k, v in obs.items() if v.is_floating_point()}
+        info["nan_reward"] = {k: m for k, m in bad_reward.items() if bool(m.any())}
+        info["nan_obs"] = {k: m for k, m in bad_obs.items() if bool(m.any())}
+        worlds = torch.zeros_like(healthy)
+        for prefix, masks in (("reward/", info["nan_reward"]), ("obs/", info["nan_obs"])):
+            for name, mask in masks.items():
+                worlds |= mask
+                self.nan_counts[prefix + name] = self.nan_counts.get(prefix + name, 0) + int(mask.sum())
+        for k, v in obs.items():
+            if v.is_floating_point():
+                obs[k] = torch.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0)
+        scaled.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
+        scaled[:, worlds] = 0.0
+        terminated |= worlds
+        truncated &= ~worlds
+        count = int(worlds.sum())
+        info["nan_resets"] = count
+        self.total_nan_resets += count
+        if count:
+            log.warning("reset %d world(s) with non-finite task values: %s", count,
+                        sorted(f"{p}{k}" for p, m in (("reward/", info["nan_reward"]), ("obs/", info["nan_obs"]))
+                               for k in m))
+        self._check_nan_limit()
+
     def _delayed(self, action: torch.Tensor) -> torch.Tensor:
         if self._action_hist.shape[0] == 1:
             return action
@@ -120,9 +203,7 @@ class TaskEnv(VecEnv):
         return torch.stack([terms[n] for n in names]).float() * self._term_scales
 
     def _observe(self) -> Obs:
-        obs = self.task.observe()
-        obs = {k: torch.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0) if v.is_floating_point() else v
-               for k, v in obs.items()}
+        obs = dict(self.task.observe())
         if self.cfg.obs_noise_std > 0:
             noise = torch.randn(obs["policy"].shape, generator=self.gen, device=self.device)
             obs["policy"] = obs["policy"] + self.cfg.obs_noise_std * noise

@@ -3,7 +3,7 @@
 A subclass builds ``self.env`` and ``self.algo`` and implements ``_iterate`` (one
 iteration of data collection and updates). Everything else (resume, atomic checkpoints
 with metadata for export and deploy, JSONL/TensorBoard metrics, the progress bar, the
-wall-clock budget, saving on Ctrl-C) lives here once.
+wall-clock budget, saving on a normal exit and on Ctrl-C but never after an error) lives here once.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from robotrl.algos.base import Algorithm
 from robotrl.envs.base import VecEnv
 from robotrl.monitoring import MetricsLogger, TrainProgress
-from robotrl.storage.checkpoint import load_checkpoint, save_checkpoint
+from robotrl.storage.checkpoint import load_checkpoint, prefixed, save_checkpoint, strip
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +40,12 @@ class EpisodeStats:
         self._values: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=window))
         self.count = 0
         self.sim_resets = 0
+        self.nan_resets = 0
 
     def observe(self, info: dict[str, Any]) -> None:
-        """Fold a step's ``info`` in (``episode`` statistics and ``sim_resets``)."""
+        """Fold a step's ``info`` in (``episode`` statistics, ``sim_resets`` and ``nan_resets``)."""
         self.sim_resets += int(info.get("sim_resets", 0))
+        self.nan_resets += int(info.get("nan_resets", 0))
         if "episode" in info:
             self.add(info["episode"])
 
@@ -128,16 +130,32 @@ class Runner(abc.ABC):
             }
         return meta | self.extra_meta()
 
-    def save(self) -> Path:
-        """Atomically write a checkpoint of the current iteration."""
-        tensors = {**self.algo.state_tensors(), **self.extra_tensors(), "rng.torch": torch.get_rng_state()}
+    def rng_tensors(self) -> dict[str, torch.Tensor]:
+        """Every random stream of the run: torch's global generator, the env's, the algorithm's."""
+        out = {"rng.torch": torch.get_rng_state()}
         gen = getattr(self.task_env, "gen", None)
         if gen is not None:
-            tensors["rng.env"] = gen.get_state()
+            out["rng.env"] = gen.get_state()
+        for name, algo_gen in self.algo.generators().items():
+            out[f"rng.algo.{name}"] = algo_gen.get_state()
+        return out
+
+    def task_tensors(self) -> dict[str, torch.Tensor]:
+        """The task's state that outlives episodes (a curriculum stage), as ``task.<key>``."""
+        task = getattr(self.task_env, "task", None)
+        return prefixed(task.state_dict(), "task") if task is not None else {}
+
+    def save(self) -> Path:
+        """Atomically write a checkpoint of the current iteration."""
+        tensors = {**self.algo.state_tensors(), **self.extra_tensors(), **self.rng_tensors(), **self.task_tensors()}
         return save_checkpoint(self.run_dir / "checkpoints", self.iteration, tensors, self.meta())
 
     def restore(self) -> bool:
-        """Continue from the newest checkpoint in ``run_dir``; False if there is none."""
+        """Continue from the newest checkpoint in ``run_dir``; False if there is none.
+
+        The weights, optimizer states, every random stream (``rng_tensors``) and the task's state
+        come back, so the run continues where it was rather than replaying its first draws.
+        """
         if not (self.run_dir / "checkpoints" / "latest.json").is_file():
             log.warning("resume=true but %s has no checkpoint yet; starting fresh", self.run_dir)
             return False
@@ -147,10 +165,20 @@ class Runner(abc.ABC):
         gen = getattr(self.task_env, "gen", None)
         if gen is not None and "rng.env" in tensors:
             gen.set_state(tensors["rng.env"])
+        for name, algo_gen in self.algo.generators().items():
+            if f"rng.algo.{name}" in tensors:
+                algo_gen.set_state(tensors[f"rng.algo.{name}"])
+        task = getattr(self.task_env, "task", None)
+        if task is not None:
+            task.load_state_dict(strip(tensors, "task"))
+        self.restore_extra(tensors, meta)
         self.iteration, self.env_steps = meta["iteration"], meta["env_steps"]
         self.elapsed_s = meta.get("elapsed_s", 0.0)
         log.info("resumed from %s at iteration %d (%d env steps)", meta["name"], self.iteration, self.env_steps)
         return True
+
+    def restore_extra(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:  # noqa: B027
+        """Subclass state beyond the algorithm's (a replay buffer)."""
 
     # --- loop ----------------------------------------------------------------------
     def learn(self) -> dict[str, float]:
@@ -176,7 +204,8 @@ class Runner(abc.ABC):
                     last = {
                         "iteration": self.iteration, "time_s": self.elapsed_s,
                         "perf/steps_per_s": steps / max(time.perf_counter() - t0, 1e-9),
-                        "sim_resets": stats.sim_resets, "episodes": stats.count, **stats.means(), **update,
+                        "sim_resets": stats.sim_resets, "nan_resets": stats.nan_resets, "episodes": stats.count,
+                        **stats.means(), **update,
                     }
                     last |= self._after_iteration()
                     logger.log(self.env_steps, last)
@@ -188,8 +217,15 @@ class Runner(abc.ABC):
                         break
         except KeyboardInterrupt:
             log.warning("interrupted: saving a checkpoint at iteration %d", self.iteration)
-        finally:
             self.save()
+        except BaseException:
+            # A half-updated state must never become ``latest``: keep the last good checkpoint.
+            log.error("training failed at iteration %d; no checkpoint written, the last good one stays latest",
+                      self.iteration)
+            raise
+        else:
+            self.save()
+        finally:
             logger.close()
         log.info("done: %d iterations, %d env steps in %.0f s; checkpoint in %s", self.iteration,
                  self.env_steps, self.elapsed_s, self.run_dir / "checkpoints")

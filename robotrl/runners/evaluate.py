@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,7 @@ import torch
 
 from robotrl.envs.task_env import TaskEnv
 from robotrl.policies.io import load_policy
-from robotrl.storage.checkpoint import resolve
-from robotrl.sim.backend import SimConfig
+from robotrl.storage.checkpoint import load_checkpoint, resolve, strip
 from robotrl.tasks import task_config_from_meta
 
 log = logging.getLogger(__name__)
@@ -21,25 +21,37 @@ log = logging.getLogger(__name__)
 
 def run_episodes(env: TaskEnv, policy: Any, episodes: int, deterministic: bool = True,
                  on_step: Any = None) -> dict[str, float]:
-    """Roll ``policy`` until ``episodes`` episodes finish; return mean episode statistics.
+    """Roll ``policy`` for every world's first ``ceil(episodes / N)`` episodes; return their means.
 
+    Counting a fixed number of episodes *per world*, rather than the first ``episodes`` to
+    finish anywhere, keeps short (failed) episodes from being over-weighted.
     ``on_step(step)`` is called after every env step (for video frames and traces).
     """
-    obs = env.reset()
+    per_world = max(1, -(-episodes // env.num_envs))
+    counted = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
     finished: dict[str, list[float]] = {}
-    limit = 2 * env.max_episode_length * max(1, -(-episodes // env.num_envs)) + 1
+    limit = (per_world + 1) * env.max_episode_length + 1
+    obs = env.reset()
     step = 0
     with torch.no_grad():
-        while step < limit and len(finished.get("return", [])) < episodes:
+        while step < limit and bool((counted < per_world).any()):
             action = policy.act_inference(obs["policy"]) if deterministic else policy.act(obs["policy"])[0]
-            obs, _, _, _, info = env.step(action)
+            obs, _, terminated, truncated, info = env.step(action)
             step += 1
             if on_step is not None:
                 on_step(step)
-            for key, value in info.get("episode", {}).items():
-                finished.setdefault(key, []).extend(value.cpu().tolist())
-    if not finished:
-        raise RuntimeError(f"No episode finished within {limit} steps; raise episodes or check the task's time limit.")
+            if "episode" not in info:
+                continue
+            ids = (terminated | truncated).nonzero().squeeze(1)  # the rows of info["episode"], in order
+            keep = counted[ids] < per_world
+            counted[ids] += 1
+            for key, value in info["episode"].items():
+                finished.setdefault(key, []).extend(value[keep].cpu().tolist())
+    if bool((counted < per_world).any()):
+        raise RuntimeError(
+            f"{int((counted < per_world).sum())} world(s) finished fewer than {per_world} episode(s) within "
+            f"{limit} steps; check the task's time limit."
+        )
     out = {k: float(np.mean(v)) for k, v in finished.items()}
     out["episodes"] = float(len(finished["return"]))
     return out
@@ -83,9 +95,13 @@ def evaluate(cfg: Any) -> dict[str, Any]:
     run_dir = weights.parent.parent
     out_dir = Path(cfg.out_dir) if cfg.out_dir else run_dir / "eval"
     out_dir.mkdir(parents=True, exist_ok=True)
-    policy, meta = load_policy(weights)
-    task_cfg = task_config_from_meta(meta, split=cfg.split, randomize=cfg.randomize)
-    env = TaskEnv(task_cfg, SimConfig(backend="cpu", num_envs=cfg.num_envs), seed=cfg.seed)
+    tensors, meta = load_checkpoint(weights)
+    overrides = dict(cfg.task)
+    task_cfg = task_config_from_meta(meta, split=cfg.split, randomize=cfg.randomize, **overrides)
+    env = TaskEnv(task_cfg, replace(cfg.sim, num_envs=cfg.num_envs), seed=cfg.seed)
+    if cfg.split == "train":
+        env.task.load_state_dict(strip(tensors, "task"))  # the curriculum stage the run reached
+    policy, _ = load_policy(weights, device=env.device)
     frames: list[np.ndarray] = []
     trace: dict[str, list[np.ndarray]] = {}
     renderer = None
@@ -106,6 +122,7 @@ def evaluate(cfg: Any) -> dict[str, Any]:
 
     stats = run_episodes(env, policy, cfg.episodes, cfg.deterministic, on_step)
     result: dict[str, Any] = {"checkpoint": str(weights), "task": meta["task"]["name"], "split": cfg.split,
+                              "task_overrides": overrides, "backend": cfg.sim.backend,
                               "env_steps_trained": meta.get("env_steps"), **stats}
     if renderer is not None and frames:
         result["video"] = write_video(frames, str(out_dir / "eval.mp4"), fps=max(1, round(1.0 / env.step_dt)))

@@ -21,7 +21,8 @@ from robotrl.algos.base import Algorithm
 from robotrl.envs.base import VecEnv
 from robotrl.policies.frozen import ChunkExecutor, FrozenPolicy, load_frozen
 from robotrl.runners.base import EpisodeStats, Runner
-from robotrl.storage.checkpoint import prefixed
+from robotrl.storage.checkpoint import load_tensors, prefixed, save_tensors
+from robotrl.storage.replay import ReplayBuffer
 
 log = logging.getLogger(__name__)
 
@@ -190,8 +191,45 @@ class OffPolicyRunner(Runner):
         return {"base": self.base_path, "base_policy": self.base_meta}
 
     def extra_tensors(self) -> dict[str, torch.Tensor]:
-        """The frozen base's weights, so a residual checkpoint is self-contained (replay is not saved)."""
+        """The frozen base's weights, so a residual checkpoint is self-contained."""
         return prefixed(self.base_module.state_dict(), "base") if self.base_module is not None else {}
+
+    def _replay_path(self, iteration: int) -> Path:
+        return self.run_dir / "checkpoints" / f"replay_{iteration:06d}.safetensors"
+
+    def save(self) -> Path:
+        """The checkpoint, preceded by the replay buffer (``replay_<iteration>.safetensors``, newest only).
+
+        The buffer is written first, so ``latest`` never names a checkpoint whose buffer is
+        missing; older buffers are removed only after the new checkpoint is complete.
+        """
+        replay = getattr(self.algo, "replay", None)
+        written = None
+        if self.cfg.save_replay and isinstance(replay, ReplayBuffer) and len(replay):
+            if replay.nbytes > self.cfg.replay_save_max_gb * 1e9:
+                log.warning("replay buffer is %.2f GB, over replay_save_max_gb=%.2f: not saved (a resumed run "
+                            "starts with an empty buffer)", replay.nbytes / 1e9, self.cfg.replay_save_max_gb)
+            else:
+                (self.run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+                written = save_tensors(self._replay_path(self.iteration), replay.state_tensors())
+        path = super().save()
+        for old in (self.run_dir / "checkpoints").glob("replay_*.safetensors"):
+            if old != written:
+                old.unlink(missing_ok=True)
+        return path
+
+    def restore_extra(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
+        """Refill the replay buffer saved with this checkpoint, if there is one."""
+        replay = getattr(self.algo, "replay", None)
+        if not isinstance(replay, ReplayBuffer):
+            return
+        path = self._replay_path(meta["iteration"])
+        if not path.is_file():
+            log.warning("no saved replay buffer for %s (save_replay was off or it was too large): "
+                        "resuming with an empty buffer", meta["name"])
+            return
+        replay.load_state_tensors(load_tensors(path, replay.device))
+        log.info("restored %d replay transitions from %s", len(replay), path.name)
 
     def _iterate(
         self, obs: dict[str, torch.Tensor], stats: EpisodeStats

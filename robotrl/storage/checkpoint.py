@@ -78,6 +78,19 @@ def save_checkpoint(
     return weights
 
 
+def save_tensors(path: str | os.PathLike, tensors: dict[str, torch.Tensor]) -> Path:
+    """Write ``tensors`` to one safetensors file atomically (tmp, fsync, ``os.replace``)."""
+    path = Path(path)
+    contiguous = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+    _atomic_write(path, lambda tmp: save_file(contiguous, tmp))
+    return path
+
+
+def load_tensors(path: str | os.PathLike, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
+    """Read a safetensors file written by ``save_tensors`` (nothing is unpickled)."""
+    return load_file(str(path), device=str(device))
+
+
 def resolve(path: str | os.PathLike) -> Path:
     """Find the ``.safetensors`` file for a run dir, a checkpoints dir, or a checkpoint path.
 

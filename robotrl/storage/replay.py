@@ -73,6 +73,36 @@ class ReplayBuffer:
         """Bytes of device memory one stored transition takes."""
         return 4 * (2 * self.obs_dim + self.action_dim + 1) + 2
 
+    _FIELDS = ("obs", "next_obs", "action", "reward", "terminated", "truncated")
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the buffer's tensors (its full capacity)."""
+        return sum(getattr(self, f).numel() * getattr(self, f).element_size() for f in self._FIELDS)
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """The stored slots ``[size, W, ...]`` of every field, plus ``ptr`` and ``size``, for checkpoints."""
+        out = {f: getattr(self, f)[: self.size] for f in self._FIELDS}
+        return out | {"ptr": torch.tensor(self.ptr), "size": torch.tensor(self.size)}
+
+    def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Inverse of ``state_tensors``.
+
+        Raises:
+            ValueError: the saved buffer has other worlds, dimensions or more slots than this one.
+
+        """
+        size = int(tensors["size"])
+        for f in self._FIELDS:
+            have, want = tuple(tensors[f].shape), (size, *getattr(self, f).shape[1:])
+            if have != want or size > self.capacity:
+                raise ValueError(
+                    f"Saved replay field {f!r} has shape {have}, this buffer needs {want} with at most "
+                    f"{self.capacity} slots: resume with the same sim.num_envs, task and algo.buffer_size."
+                )
+            getattr(self, f)[:size].copy_(tensors[f])
+        self.ptr, self.size = int(tensors["ptr"]), size
+
     def __len__(self) -> int:
         """Transitions stored (``size * num_worlds``)."""
         return self.size * self.num_worlds

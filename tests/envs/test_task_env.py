@@ -115,3 +115,95 @@ def test_bad_action_shape_is_a_clear_error():
     env = make()
     with pytest.raises(ValueError, match="action must have shape"):
         env.step(torch.zeros(3, 2))
+
+
+def _poison(env, term=None, obs_group=None, worlds=(1,), calls=None):
+    """Make the task's reward ``term`` / observation ``obs_group`` NaN in ``worlds`` (a task bug).
+
+    ``calls``: poison only that many calls (None: every call).
+    """
+    task = env.task
+    left = [calls]
+
+    def active():
+        if left[0] is None:
+            return True
+        left[0] -= 1
+        return left[0] >= 0
+
+    rows = torch.tensor(worlds)
+    if term is not None:
+        original = task.reward_terms
+
+        def reward_terms(action):
+            terms = dict(original(action))
+            if not active():
+                return terms
+            terms[term] = terms[term].clone()
+            terms[term][rows] = float("nan")
+            return terms
+
+        task.reward_terms = reward_terms
+    if obs_group is not None:
+        observe = task.observe
+
+        def poisoned_observe():
+            obs = dict(observe())
+            if active():
+                obs[obs_group] = obs[obs_group].clone()
+                obs[obs_group][rows, 0] = float("inf")
+            return obs
+
+        task.observe = poisoned_observe
+    return original if term is not None else observe
+
+
+def test_nan_reward_term_is_counted_per_term_and_world_and_resets_the_world():
+    env = make()
+    env.reset()
+    _poison(env, term="alive", worlds=(1, 3))
+    _, reward, term, trunc, info = env.step(torch.zeros(4, env.num_actions))
+    assert set(info["nan_reward"]) == {"alive"}
+    assert info["nan_reward"]["alive"].tolist() == [False, True, False, True]
+    assert info["nan_obs"] == {} and info["nan_resets"] == 2 and info["sim_resets"] == 0
+    assert term.tolist() == [False, True, False, True] and not trunc.any()
+    assert torch.isfinite(reward).all() and reward[1] == 0 and reward[3] == 0 and reward[0] != 0
+    assert info["episode"]["length"].tolist() == [1.0, 1.0]  # those two worlds were reset
+    assert env.nan_counts == {"reward/alive": 2} and env.total_nan_resets == 2
+
+
+def test_nan_observation_is_counted_zeroed_in_final_obs_and_resets_the_world():
+    env = make()
+    env.reset()
+    _poison(env, obs_group="critic", worlds=(2,), calls=1)
+    _, _, term, _, info = env.step(torch.zeros(4, env.num_actions))
+    assert info["nan_obs"]["critic"].tolist() == [False, False, True, False] and info["nan_reward"] == {}
+    assert term.tolist() == [False, False, True, False]
+    assert torch.isfinite(info["final_obs"]["critic"]).all()
+    assert env.nan_counts == {"obs/critic": 1}
+
+
+def test_persistent_nan_term_fails_loudly_naming_the_term():
+    env = make(nan_max_count=5, nan_max_fraction=0.0)
+    env.reset()
+    _poison(env, term="upright", worlds=(0, 1, 2, 3))
+    env.step(torch.zeros(4, env.num_actions))  # 4 world-steps: within the limit of 5
+    with pytest.raises(FloatingPointError, match="reward term 'upright'"):
+        env.step(torch.zeros(4, env.num_actions))
+
+
+def test_physics_failures_are_not_counted_as_task_nans():
+    env = make()
+    env.reset()
+    env.sim.bind("qvel")[2, 0] = float("nan")
+    _, _, _, _, info = env.step(torch.zeros(4, env.num_actions))
+    assert info["sim_resets"] == 1 and env.nan_counts == {} and info.get("nan_resets", 0) == 0
+
+
+def test_nan_observation_after_reset_is_counted_and_zeroed():
+    env = make(nan_max_count=1000)
+    env.reset()
+    _poison(env, obs_group="critic", worlds=(2,))  # every call: also right after the reset
+    obs, _, _, _, info = env.step(torch.zeros(4, env.num_actions))
+    assert env.nan_counts == {"obs/critic": 2}  # the step, then the fresh episode's first observation
+    assert torch.isfinite(obs["critic"]).all()
