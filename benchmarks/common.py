@@ -1,13 +1,18 @@
-"""Shared helpers for benchmark scripts: machine facts, flat JSON results, a printed table."""
+"""Shared helpers for benchmark scripts: machine facts, flat JSON results, a printed table,
+one composed robotrl config for every learner in a comparison, and SB3 PPO built from it."""
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
+import math
 import os
 import platform
 import time
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -31,16 +36,24 @@ def machine() -> dict:
         "mujoco_version": mujoco.__version__,
         "python_version": platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **load_avg("at_save"),
     }
 
 
-def save(name: str, figures: dict, merge: bool = True) -> Path:
-    """Write ``results/<name>.json``: a flat object of figures plus the machine facts."""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
+def load_avg(when: str) -> dict[str, float]:
+    """The 1-, 5- and 15-minute load averages, keyed ``load_avg_<n>min_<when>``."""
+    one, five, fifteen = os.getloadavg()
+    return {f"load_avg_1min_{when}": one, f"load_avg_5min_{when}": five, f"load_avg_15min_{when}": fifteen}
+
+
+def save(name: str, figures: dict, merge: bool = True, out_dir: str | Path | None = None) -> Path:
+    """Write ``<out_dir>/<name>.json`` (default ``results/``): flat figures plus the machine facts."""
+    out = Path(out_dir) if out_dir else RESULTS_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.json"
     old = json.loads(path.read_text()) if merge and path.exists() else {}
-    out = {**old, **figures, **machine()}
-    path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    merged = {**old, **figures, **machine()}
+    path.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n")
     return path
 
 
@@ -59,3 +72,117 @@ def timed(fn, min_seconds: float = 5.0, warmup: int = 5) -> float:
     while time.perf_counter() - start < min_seconds:
         steps += fn()
     return steps / (time.perf_counter() - start)
+
+
+def missing(reason: str) -> str:
+    """The value recorded for a row that could not run (never drop a row silently)."""
+    return f"missing: {reason}"
+
+
+def fmt(value: object) -> str:
+    """A table cell: floats with thousands separators, everything else as is."""
+    return f"{value:,.3f}" if isinstance(value, float) else str(value)
+
+
+# --- one composed config for every learner ----------------------------------------------------
+
+
+def compose_train(overrides: list[str]) -> tuple[Any, str, str]:
+    """Compose ``robotrl train <overrides>`` as the CLI does: (typed config, resolved YAML, config hash).
+
+    The hash is the one ``robotrl train`` with the same overrides records in its checkpoints.
+    """
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    from robotrl.config import register_configs
+    from robotrl.runners.base import config_hash
+
+    register_configs()
+    with initialize_config_module(config_module="robotrl.configs", version_base="1.3"):
+        cfg = compose(config_name="train", overrides=overrides)
+    config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
+    return OmegaConf.to_object(cfg), config_yaml, config_hash(config_yaml)
+
+
+def task_hash(task_cfg: Any) -> str:
+    """Short sha256 of a task config's fields: equal hashes mean the same environment settings."""
+    return hashlib.sha256(json.dumps(asdict(task_cfg), sort_keys=True).encode()).hexdigest()[:16]
+
+
+# --- SB3 PPO with robotrl's hyperparameters ----------------------------------------------------
+
+SB3_DIFFERENCES = (
+    "SB3 keeps a fixed learning rate (robotrl PPO adapts it to a KL target); "
+    "SB3's critic sees the policy observation only (robotrl's critic also sees the task's privileged critic terms)"
+)
+
+
+def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
+    """SB3 PPO on the SB3 ``venv`` with the PPO settings of the composed ``cfg``; returns ``(model, venv)``.
+
+    Rollout size (``num_steps x sim.num_envs`` env steps per update, split over however many
+    worlds ``venv`` has), epochs, mini-batch size, learning rate, discount, GAE lambda, clip
+    ranges, loss weights, gradient clip, network sizes, activation and initial action std all
+    come from ``cfg.algo``, ``cfg.sim`` and ``cfg.policy``. Observations are normalized by
+    ``VecNormalize`` (the returned venv) when ``cfg.policy.normalize_obs`` is set, as robotrl's
+    running normalization does. What cannot be matched is listed in ``SB3_DIFFERENCES``.
+    The caller sets torch's thread count.
+    """
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from robotrl.policies.mlp import ACTIVATIONS
+
+    algo, pol = cfg.algo, cfg.policy
+    if pol.distribution != "gaussian":
+        raise ValueError(f"SB3 PPO has no {pol.distribution!r} distribution; compose policy.distribution=gaussian")
+    rollout = algo.num_steps * cfg.sim.num_envs
+    if rollout % venv.num_envs:
+        raise ValueError(f"a rollout of {rollout} env steps does not split over {venv.num_envs} worlds")
+    venv = VecNormalize(venv, norm_obs=pol.normalize_obs, norm_reward=False)
+    model = PPO(
+        "MlpPolicy", venv, n_steps=rollout // venv.num_envs, batch_size=rollout // algo.num_minibatches,
+        n_epochs=algo.num_epochs, learning_rate=algo.lr, gamma=algo.gamma, gae_lambda=algo.lam,
+        clip_range=algo.clip, clip_range_vf=algo.value_clip if algo.value_clip > 0 else None,
+        vf_coef=algo.value_coef, ent_coef=algo.entropy_coef, max_grad_norm=algo.max_grad_norm,
+        normalize_advantage=algo.normalize_advantages, device="cpu", seed=cfg.seed, verbose=0,
+        policy_kwargs={"net_arch": {"pi": list(pol.actor_hidden), "vf": list(pol.critic_hidden)},
+                       "activation_fn": ACTIVATIONS[pol.activation], "log_std_init": math.log(pol.init_std)},
+    )
+    return model, venv
+
+
+def sb3_budget(seconds: float) -> Any:
+    """SB3 callback: stop at the first rollout that *starts* after ``seconds`` of training.
+
+    That is robotrl's ``max_time_s`` rule (an iteration is finished, then the budget is checked),
+    so neither learner gets a partial last update. It also keeps a learning curve: after each
+    update, ``(wall_s, env_steps, mean return of the last 100 finished episodes)``, the point
+    and window robotrl's runner logs as ``time_s``, ``env_steps`` and ``episode/return``.
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Budget(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.start = time.perf_counter()
+            self.over = False
+            self.trained_steps = 0  # env steps of the rollouts that were trained on
+            self.curve: list[tuple[float, int, float]] = []
+
+        def _on_training_start(self) -> None:
+            self.start = time.perf_counter()
+
+        def _on_rollout_start(self) -> None:  # the previous rollout has been trained on
+            wall = time.perf_counter() - self.start
+            self.over = wall >= seconds
+            self.trained_steps = self.model.num_timesteps
+            buf = self.model.ep_info_buffer
+            if buf:
+                self.curve.append((wall, self.trained_steps, sum(ep["r"] for ep in buf) / len(buf)))
+
+        def _on_step(self) -> bool:
+            return not self.over
+
+    return Budget()

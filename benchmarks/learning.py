@@ -1,50 +1,94 @@
-"""Learning: robotrl PPO against SB3 PPO on the same task for the same wall-clock budget.
+"""Learning: robotrl PPO against SB3 PPO on one composed config, same worlds, same wall-clock budget.
 
-    python benchmarks/learning.py                      # 2 x 10 minutes + evaluation
-    python benchmarks/learning.py --budget 300 --num-envs 64
+    python benchmarks/learning.py                      # 2 x 300 s of training + 4 evaluations
+    python benchmarks/learning.py --budget 600 --num-envs 64
+    python benchmarks/learning.py --quick              # smoke run (a few seconds each, temp dir)
 
-Both learners train on robotrl's humanoid task (defaults: Newton solver, velocity
-commands, domain randomization), 64 worlds. SB3 PPO trains through robotrl's SB3 adapter
-with ``VecNormalize`` observations (its counterpart of our running normalization) and the
-same rollout shape (32 steps x 64 worlds, 4 mini-batches of 512, 5 epochs).
+The training config is composed once through Hydra's compose API with robotrl's packaged
+configs, the path ``robotrl train task=humanoid ...`` takes, and that one object goes to both
+learners: robotrl PPO through ``make_runner``, SB3 PPO on ``TaskEnv(cfg.task, cfg.sim)``
+through robotrl's SB3 adapter, with its PPO settings mapped from ``cfg.algo`` and
+``cfg.policy`` (``common.sb3_ppo``; what SB3 cannot match is recorded in the JSON). So both
+see the same task (action delay, observation noise, domain randomization), the same number
+of worlds and threads, the same seed and the same wall-clock budget; each stops after the
+first update that ends past the budget.
 
-Each final policy is evaluated deterministically on the same held-aside seed (64
-episodes), as is each learner's untrained policy; the *gain* is final minus untrained
-return. Results: ``benchmarks/results/learning.json``.
+Evaluation, the same for both and for each learner's untrained policy: deterministic
+actions, ``--episodes`` worlds of the same task config on a held-aside env seed, and only
+each world's *first* episode counted (counting every finished episode would over-weight
+short ones). The *gain* is final minus untrained return.
+
+Results: ``learning.json`` (flat figures, the config hash both used, machine, date, load),
+``learning_curves.png`` and ``learning_curves.csv`` (training return, the mean of the last
+100 finished episodes, against wall-clock and env steps) in ``benchmarks/results/``.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import dataclasses
 import os
 import sys
 import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import save, table  # noqa: E402
-from robotrl.tasks.humanoid.config import HumanoidConfig  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS_DIR,
+    SB3_DIFFERENCES,
+    compose_train,
+    fmt,
+    load_avg,
+    save,
+    sb3_budget,
+    sb3_ppo,
+    table,
+    task_hash,
+)
 
 from robotrl.envs.task_env import TaskEnv  # noqa: E402
-from robotrl.runners.evaluate import run_episodes  # noqa: E402
-from robotrl.sim import SimConfig  # noqa: E402
 
 EVAL_SEED = 12345
+Curve = list[tuple[float, int, float]]  # (wall_s, env_steps, mean training return)
 
 
-def evaluate(policy: object, episodes: int, threads: int) -> dict[str, float]:
-    env = TaskEnv(HumanoidConfig(), SimConfig(num_envs=episodes, nthread=threads), seed=EVAL_SEED)
-    stats = run_episodes(env, policy, episodes, deterministic=True)
-    return {"return": stats["return"], "forward_vel": stats["forward_vel"], "length": stats["length"]}
+def first_episodes(cfg: Any, policy: Any, episodes: int) -> dict[str, float]:
+    """Deterministic rollout of ``episodes`` worlds until each world's first episode ends; means and SE."""
+    env = TaskEnv(cfg.task, dataclasses.replace(cfg.sim, num_envs=episodes), seed=EVAL_SEED)
+    obs = env.reset()
+    done = torch.zeros(episodes, dtype=torch.bool)
+    stats: dict[str, torch.Tensor] = {}
+    with torch.no_grad():
+        for _ in range(env.max_episode_length + 1):
+            obs, _, terminated, truncated, info = env.step(policy.act_inference(obs["policy"]))
+            ended = (terminated | truncated).nonzero().squeeze(1).tolist()
+            for row, world in enumerate(ended):
+                if not done[world]:
+                    done[world] = True
+                    for key, value in info["episode"].items():
+                        stats.setdefault(key, torch.zeros(episodes))[world] = float(value[row])
+            if done.all():
+                break
+    env.close()
+    if not done.all():
+        raise RuntimeError(f"{int((~done).sum())} worlds did not finish an episode within the time limit")
+    ret = stats["return"].double()
+    out = {"return": ret.mean().item(), "return_se": (ret.std() / len(ret) ** 0.5).item(),
+           "episode_length_steps": stats["length"].mean().item()}
+    if "forward_vel" in stats:  # humanoid: episode-mean forward speed
+        out["forward_vel_mps"] = stats["forward_vel"].mean().item()
+    return out
 
 
 class SB3Deterministic:
     """Gives an SB3 model (with its VecNormalize) the ``act_inference`` interface."""
 
-    def __init__(self, model: object, venv: object) -> None:
+    def __init__(self, model: Any, venv: Any) -> None:
         self.model, self.venv = model, venv
 
     def act_inference(self, obs: torch.Tensor) -> torch.Tensor:
@@ -53,82 +97,123 @@ class SB3Deterministic:
         return torch.as_tensor(action, dtype=torch.float32)
 
 
-def train_robotrl(budget: float, n: int, threads: int, episodes: int) -> dict[str, float]:
-    from hydra import compose, initialize_config_module
-    from omegaconf import OmegaConf
+def summary(untrained: dict, final: dict, env_steps: int, wall: float) -> dict[str, float]:
+    out = {"untrained_return": untrained["return"], **{f"final_{k}": v for k, v in final.items()}}
+    out |= {"return_gain": final["return"] - untrained["return"], "env_steps_count": env_steps,
+            "train_wall_s": wall, "train_env_steps_per_s": env_steps / wall}
+    return out
 
-    from robotrl.config import register_configs
+
+def train_robotrl(cfg: Any, config_yaml: str, episodes: int) -> tuple[dict[str, float], Curve]:
+    from robotrl.monitoring import read_metrics
     from robotrl.runners import make_runner
 
-    register_configs()
-    with initialize_config_module(config_module="robotrl.configs", version_base="1.3"):
-        cfg = compose(config_name="train", overrides=[
-            "task=humanoid", f"sim.num_envs={n}", f"sim.nthread={threads}", "progress=false",
-            "tensorboard=false", "save_interval=100000", f"max_time_s={budget}", "max_iterations=1000000"])
-    runner = make_runner(OmegaConf.to_object(cfg), tempfile.mkdtemp(prefix="bench_learn_"))
-    untrained = evaluate(runner.algo.policy, episodes, threads)
+    run_dir = tempfile.mkdtemp(prefix="bench_learn_robotrl_")
+    runner = make_runner(cfg, run_dir, config_yaml=config_yaml)
+    untrained = first_episodes(cfg, runner.algo.policy, episodes)
     start = time.perf_counter()
     runner.learn()
     wall = time.perf_counter() - start
-    final = evaluate(runner.algo.policy, episodes, threads)
-    return {"untrained_return": untrained["return"], "final_return": final["return"],
-            "final_forward_vel_mps": final["forward_vel"], "final_episode_length": final["length"],
-            "env_steps": runner.env_steps, "wall_s": wall}
+    final = first_episodes(cfg, runner.algo.policy, episodes)
+    curve = [(r["time_s"], r["env_steps"], r["episode/return"]) for r in read_metrics(run_dir)
+             if r.get("episode/return") is not None]
+    return summary(untrained, final, runner.env_steps, wall), curve
 
 
-def train_sb3(budget: float, n: int, threads: int, episodes: int) -> dict[str, float]:
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.vec_env import VecNormalize
-
+def train_sb3(cfg: Any, episodes: int) -> tuple[dict[str, float], Curve]:
     from robotrl.envs.adapters import make_sb3_vec_env
 
-    class Budget(BaseCallback):
-        def __init__(self) -> None:
-            super().__init__()
-            self.start = time.perf_counter()
-
-        def _on_step(self) -> bool:
-            return time.perf_counter() - self.start < budget
-
-    env = TaskEnv(HumanoidConfig(), SimConfig(num_envs=n, nthread=threads), seed=0)
-    venv = VecNormalize(make_sb3_vec_env(env), norm_obs=True, norm_reward=False)
-    model = PPO("MlpPolicy", venv, n_steps=32, batch_size=512, n_epochs=5, learning_rate=3e-4, device="cpu",
-                policy_kwargs={"net_arch": [256, 128, 64]}, seed=0, verbose=0)
-    untrained = evaluate(SB3Deterministic(model, venv), episodes, threads)
+    torch.set_num_threads(cfg.torch_threads)  # what robotrl's runner sets
+    model, venv = sb3_ppo(cfg, make_sb3_vec_env(TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)))
+    untrained = first_episodes(cfg, SB3Deterministic(model, venv), episodes)
+    budget = sb3_budget(cfg.max_time_s)
     start = time.perf_counter()
-    model.learn(total_timesteps=10**9, callback=Budget())
+    model.learn(total_timesteps=10**12, callback=budget)
     wall = time.perf_counter() - start
     venv.training = False
-    final = evaluate(SB3Deterministic(model, venv), episodes, threads)
-    return {"untrained_return": untrained["return"], "final_return": final["return"],
-            "final_forward_vel_mps": final["forward_vel"], "final_episode_length": final["length"],
-            "env_steps": model.num_timesteps, "wall_s": wall}
+    final = first_episodes(cfg, SB3Deterministic(model, venv), episodes)
+    return summary(untrained, final, budget.trained_steps, wall), budget.curve
+
+
+def write_curves(curves: dict[str, Curve], out_dir: Path, title: str) -> tuple[Path, Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    csv_path = out_dir / "learning_curves.csv"
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["learner", "wall_s", "env_steps", "train_return_mean_last_100_episodes"])
+        for name, curve in curves.items():
+            writer.writerows([name, *row] for row in curve)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for name, curve in curves.items():
+        if curve:
+            wall, steps, ret = zip(*curve, strict=True)
+            axes[0].plot(wall, ret, label=name)
+            axes[1].plot(steps, ret, label=name)
+    axes[0].set(xlabel="wall-clock (s)", ylabel="training return (mean of last 100 episodes)")
+    axes[1].set(xlabel="env steps", ylabel="training return (mean of last 100 episodes)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    png_path = out_dir / "learning_curves.png"
+    fig.savefig(png_path, dpi=110)
+    plt.close(fig)
+    return png_path, csv_path
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=float, default=600.0, help="training wall-clock per learner, seconds")
+    parser.add_argument("--budget", type=float, default=300.0, help="training wall-clock per learner, seconds")
     parser.add_argument("--num-envs", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--episodes", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="simulator threads (sim.nthread)")
+    parser.add_argument("--episodes", type=int, default=64, help="evaluation worlds, one episode each")
+    parser.add_argument("--task", default="humanoid")
+    parser.add_argument("--override", action="append", default=[], help="extra Hydra override, for both learners")
+    parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 16 worlds, 5 s, 8 episodes, temp dir")
     args = parser.parse_args()
-    torch.manual_seed(0)
-    np.random.seed(0)
-    ours = train_robotrl(args.budget, args.num_envs, args.threads, args.episodes)
-    theirs = train_sb3(args.budget, args.num_envs, args.threads, args.episodes)
-    fig: dict[str, float] = {"budget_s": args.budget, "num_envs": args.num_envs}
-    fig.update({f"robotrl_ppo_{k}": v for k, v in ours.items()})
-    fig.update({f"sb3_ppo_{k}": v for k, v in theirs.items()})
-    gain_ours = ours["final_return"] - ours["untrained_return"]
-    gain_theirs = theirs["final_return"] - theirs["untrained_return"]
-    fig["robotrl_ppo_return_gain"] = gain_ours
-    fig["sb3_ppo_return_gain"] = gain_theirs
-    fig["ratio_return_gain_robotrl_vs_sb3"] = gain_ours / gain_theirs if gain_theirs > 0 else float("inf")
-    fig["ratio_env_steps_robotrl_vs_sb3"] = ours["env_steps"] / max(theirs["env_steps"], 1)
-    path = save("learning", fig, merge=False)
-    rows = [(k, f"{v:,.3f}" if isinstance(v, float) else str(v)) for k, v in fig.items()]
-    print(table(rows, f"Humanoid learning, {args.budget:.0f} s per learner (saved to {path})"))
+    if args.quick:
+        args.budget, args.num_envs, args.episodes = 5.0, 16, 8
+        args.out = args.out or tempfile.mkdtemp(prefix="bench_learning_quick_")
+    out_dir = Path(args.out) if args.out else RESULTS_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    overrides = [f"task={args.task}", f"sim.num_envs={args.num_envs}", f"sim.nthread={args.threads}",
+                 f"max_time_s={args.budget}", "max_iterations=1000000000", "progress=false", "tensorboard=false",
+                 "save_interval=1000000000", "eval_at_end=false", *args.override]
+    cfg, config_yaml, config_hash = compose_train(overrides)
+    env_hash = task_hash(cfg.task)
+    fig: dict[str, Any] = {
+        "task": args.task, "compose_overrides": " ".join(overrides), "config_hash": config_hash,
+        "task_config_hash": env_hash, "budget_s_per_learner": args.budget, "num_envs": args.num_envs,
+        "sim_threads": args.threads, "torch_threads": cfg.torch_threads, "seed": cfg.seed,
+        "eval_episodes_count": args.episodes, "eval_seed": EVAL_SEED,
+        "eval_protocol": "deterministic actions, first episode of each world", "sb3_differences": SB3_DIFFERENCES,
+        **load_avg("at_start"),
+    }
+    curves: dict[str, Curve] = {}
+    for name, train in (("robotrl_ppo", lambda: train_robotrl(cfg, config_yaml, args.episodes)),
+                        ("sb3_ppo_adapter", lambda: train_sb3(cfg, args.episodes))):
+        print(f"training {name} for {args.budget:g} s ...", flush=True)
+        result, curves[name] = train()
+        fig |= {f"{name}_{k}": v for k, v in result.items()} | load_avg(f"after_{name}")
+    if task_hash(cfg.task) != env_hash:
+        raise RuntimeError("the task config changed during the benchmark; the learners did not see the same env")
+
+    ours, theirs = fig["robotrl_ppo_return_gain"], fig["sb3_ppo_adapter_return_gain"]
+    fig["ratio_return_gain_robotrl_vs_sb3"] = ours / theirs if theirs > 0 else "undefined: SB3 gain <= 0"
+    fig["ratio_env_steps_robotrl_vs_sb3"] = fig["robotrl_ppo_env_steps_count"] / max(
+        fig["sb3_ppo_adapter_env_steps_count"], 1)
+    png, csv_path = write_curves(curves, out_dir, f"{args.task}, {args.num_envs} worlds, {args.budget:g} s per "
+                                 f"learner, config {config_hash}")
+    path = save("learning", fig, merge=False, out_dir=out_dir)
+    print(table([(k, fmt(v)) for k, v in fig.items()], f"{args.task} learning, {args.budget:g} s per learner"))
+    print(f"saved {path}, {png}, {csv_path}")
 
 
 if __name__ == "__main__":
