@@ -1,7 +1,8 @@
 """Throughput: robotrl against gymnasium, SB3, EnvPool and raw mujoco.batch, in one run.
 
-    python benchmarks/throughput.py                  # ~4 minutes on 2 cores
+    python benchmarks/throughput.py                  # about 5 minutes on 2 cores
     python benchmarks/throughput.py --num-envs 256 --seconds 10
+    python benchmarks/throughput.py --quick          # smoke run (about 1 minute, temp dir)
 
 Env stepping uses gymnasium's humanoid XML *with its own options* (PGS, RK4) and frame
 skip 5, random actions, and the same observation work everywhere: gymnasium Humanoid-v5's
@@ -9,12 +10,22 @@ skip 5, random actions, and the same observation work everywhere: gymnasium Huma
 
 * gymnasium ``Humanoid-v5``, one env; SB3 ``DummyVecEnv(8)`` of it; EnvPool ``Humanoid-v5``.
 * raw ``mujoco.batch``: a hand-written numpy loop (bind, step, concatenate obs, reset falls).
-* robotrl VecEnv (``task=humanoid task.gym_model=true task.gym_obs=true``): torch tensors,
-  rewards, autoreset, episode statistics on top.
-* robotrl VecEnv with the task's own defaults (Newton + implicit-fast, proprioceptive obs).
+* robotrl VecEnv (``task=humanoid task.gym_model=true task.gym_obs=true``, no randomization,
+  noise or delay): torch tensors, rewards, autoreset, episode statistics on top.
+* robotrl VecEnv on the composed ``task=humanoid`` config (Newton + implicit-fast,
+  proprioceptive obs, randomization, action delay, observation noise): the env the PPO rows train on.
 
-End to end: robotrl PPO (``robotrl train task=humanoid`` defaults) and SB3 PPO on gymnasium
-``Humanoid-v5`` (DummyVecEnv(8)), training steps per second of wall-clock.
+End to end, training env steps per second of wall-clock, each for ``--train-seconds``:
+
+* robotrl PPO: ``robotrl train task=humanoid`` composed once through Hydra (``common.compose_train``).
+* SB3 PPO through robotrl's SB3 adapter, on the *same* composed config object (same task,
+  worlds, threads, seed, budget) with its PPO settings mapped from it (``common.sb3_ppo``).
+* SB3 PPO on gymnasium ``Humanoid-v5`` (DummyVecEnv(8)): the same PPO settings and rollout
+  size (``num_steps x num_envs`` steps per update), gymnasium's env with SB3's ``Monitor``.
+
+Every training row uses the composed config's ``torch_threads`` (robotrl's runner sets it).
+
+A row that cannot run (EnvPool not installed, say) is printed and saved as ``missing: <why>``.
 Results: ``benchmarks/results/throughput.json``.
 """
 
@@ -25,12 +36,26 @@ import os
 import sys
 import tempfile
 import time
+import traceback
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import save, table, timed  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS_DIR,
+    compose_train,
+    fmt,
+    load_avg,
+    missing,
+    save,
+    sb3_budget,
+    sb3_ppo,
+    table,
+    timed,
+)
 
 FRAME_SKIP = 5
 
@@ -68,11 +93,13 @@ def sb3_dummy(seconds: float, n: int = 8) -> float:
     return timed(run, seconds)
 
 
-def envpool_rate(seconds: float, n: int, threads: int) -> float | None:
+def envpool_rate(seconds: float, n: int, threads: int) -> float:
     try:
         import envpool
-    except ImportError:
-        return None
+    except ImportError as err:
+        raise ImportError("envpool is not installed: pip install 'robotrl[bench]' "
+                          "(envpool >= 1.2.5 needs Python >= 3.11)") from err
+
     env = envpool.make("Humanoid-v5", env_type="gymnasium", num_envs=n, batch_size=n, num_threads=threads, seed=0)
     env.reset()
     rng = np.random.default_rng(0)
@@ -85,13 +112,12 @@ def envpool_rate(seconds: float, n: int, threads: int) -> float | None:
     return timed(run, seconds)
 
 
-def raw_batch(seconds: float, n: int, threads: int) -> float:
+def raw_batch(seconds: float, n: int, threads: int, task_cfg: Any) -> float:
     """What a user writes by hand on mujoco.batch: same model, same observation work."""
     import mujoco.batch as mjb
-    from robotrl.tasks.humanoid.config import HumanoidConfig
     from robotrl.tasks.humanoid.task import HumanoidTask
 
-    model = HumanoidTask(HumanoidConfig(gym_model=True, gym_obs=True), 1, torch.device("cpu")).build_model()
+    model = HumanoidTask(task_cfg, 1, torch.device("cpu")).build_model()
     batch = mjb.Batch(model, n, threads)
     qpos, qvel, ctrl = batch.bind("qpos"), batch.bind("qvel"), batch.bind("ctrl")
     cinert, cvel, qfrc, cfrc = (batch.bind(f) for f in ("cinert", "cvel", "qfrc_actuator", "cfrc_ext"))
@@ -113,96 +139,125 @@ def raw_batch(seconds: float, n: int, threads: int) -> float:
     return timed(run, seconds)
 
 
-def robotrl_env(seconds: float, n: int, threads: int, **task_kwargs: object) -> float:
-    from robotrl.tasks.humanoid.config import HumanoidConfig
-
+def robotrl_env(seconds: float, cfg: Any) -> float:
     from robotrl.envs.task_env import TaskEnv
-    from robotrl.sim import SimConfig
 
-    torch.set_num_threads(1)  # what robotrl's runners use on CPU (see TrainConfig.torch_threads)
-    env = TaskEnv(HumanoidConfig(randomize=False, obs_noise_std=0.0, action_delay_max=0, **task_kwargs),
-                  SimConfig(num_envs=n, nthread=threads), seed=0)
+    torch.set_num_threads(cfg.torch_threads)  # what robotrl's runners use on CPU
+    n = cfg.sim.num_envs
+    env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
     env.reset()
     gen = torch.Generator().manual_seed(0)
 
     def run() -> int:
         for _ in range(20):
-            env.step(torch.rand(n, 17, generator=gen) * 2 - 1)
+            env.step(torch.rand(n, env.num_actions, generator=gen) * 2 - 1)
         return 20 * n
 
     return timed(run, seconds)
 
 
-def robotrl_ppo(seconds: float, n: int, threads: int) -> float:
-    from hydra import compose, initialize_config_module
-    from omegaconf import OmegaConf
-
-    from robotrl.config import register_configs
+def robotrl_ppo(cfg: Any, config_yaml: str) -> float:
     from robotrl.runners import make_runner
 
-    register_configs()
-    with initialize_config_module(config_module="robotrl.configs", version_base="1.3"):
-        cfg = compose(config_name="train", overrides=[
-            "task=humanoid", f"sim.num_envs={n}", f"sim.nthread={threads}", "progress=false",
-            "tensorboard=false", "save_interval=100000", f"max_time_s={seconds}", "max_iterations=100000"])
-    runner = make_runner(OmegaConf.to_object(cfg), tempfile.mkdtemp(prefix="bench_ppo_"))
+    runner = make_runner(cfg, tempfile.mkdtemp(prefix="bench_ppo_"), config_yaml=config_yaml)
     start = time.perf_counter()
     runner.learn()
     return runner.env_steps / (time.perf_counter() - start)
 
 
-def sb3_ppo(seconds: float, n: int = 8) -> float:
+def sb3_ppo_rate(cfg: Any, venv: Any) -> float:
+    """SB3 PPO with ``cfg``'s settings on ``venv`` for ``cfg.max_time_s``; trained env steps per second."""
+    model, _ = sb3_ppo(cfg, venv)
+    budget = sb3_budget(cfg.max_time_s)
+    start = time.perf_counter()
+    model.learn(total_timesteps=10**12, callback=budget)
+    return budget.trained_steps / (time.perf_counter() - start)
+
+
+def sb3_ppo_adapter(cfg: Any) -> float:
+    from robotrl.envs.adapters import make_sb3_vec_env
+    from robotrl.envs.task_env import TaskEnv
+
+    torch.set_num_threads(cfg.torch_threads)  # the same as robotrl PPO
+    return sb3_ppo_rate(cfg, make_sb3_vec_env(TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)))
+
+
+def sb3_ppo_gymnasium(cfg: Any, n: int = 8) -> float:
     import gymnasium as gym
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    class Budget(BaseCallback):
-        def __init__(self) -> None:
-            super().__init__()
-            self.start = time.perf_counter()
-
-        def _on_step(self) -> bool:
-            return time.perf_counter() - self.start < seconds
-
-    torch.set_num_threads(os.cpu_count() or 1)  # SB3's default; no simulator pool competes here
-    venv = DummyVecEnv([lambda: gym.make("Humanoid-v5")] * n)
-    model = PPO("MlpPolicy", venv, n_steps=256, batch_size=512, device="cpu", verbose=0, seed=0)
-    start = time.perf_counter()
-    model.learn(total_timesteps=10**9, callback=Budget())
-    return model.num_timesteps / (time.perf_counter() - start)
+    torch.set_num_threads(cfg.torch_threads)  # the same as robotrl PPO
+    return sb3_ppo_rate(cfg, DummyVecEnv([lambda: Monitor(gym.make("Humanoid-v5"))] * n))
 
 
-def main() -> None:
+def measure(fig: dict[str, Any], key: str, fn: Callable[[], float]) -> None:
+    """``fig[key] = fn()``, or ``missing: <why>`` when the row cannot run."""
+    print(f"{key} ...", flush=True)
+    try:
+        fig[key] = fn()
+    except ImportError as err:
+        hint = "" if "robotrl[" in str(err) else " (pip install 'robotrl[bench]')"
+        fig[key] = missing(f"{err}{hint}")
+    except Exception as err:  # a crash is reported in the table and the JSON, and the script exits non-zero
+        traceback.print_exc()
+        fig[key] = missing(f"{type(err).__name__}: {err}")
+        fig["rows_failed"] = fig.get("rows_failed", 0) + 1
+
+
+def ratio(fig: dict[str, Any], num: str, den: str) -> float | str:
+    a, b = fig[num], fig[den]
+    if isinstance(a, str) or isinstance(b, str):
+        return missing(f"needs both {num} and {den}")
+    return a / b
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--num-envs", type=int, default=64)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seconds", type=float, default=8.0, help="timing window per env row")
     parser.add_argument("--train-seconds", type=float, default=60.0, help="wall-clock per training row")
+    parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 16 worlds, 1 s env rows, 5 s training rows")
     args = parser.parse_args()
+    if args.quick:
+        args.num_envs, args.seconds, args.train_seconds = 16, 1.0, 5.0
+        args.out = args.out or tempfile.mkdtemp(prefix="bench_throughput_quick_")
     n, th, s = args.num_envs, args.threads, args.seconds
 
-    fig: dict[str, float] = {"num_envs": n, "threads": th, "frame_skip": FRAME_SKIP}
-    fig["gymnasium_single_steps_per_s"] = gym_single(s)
-    fig["sb3_dummyvecenv8_steps_per_s"] = sb3_dummy(s)
-    ep = envpool_rate(s, n, th)
-    if ep is not None:
-        fig["envpool_steps_per_s"] = ep
-    fig["mujoco_batch_raw_steps_per_s"] = raw_batch(s, n, th)
-    fig["robotrl_vecenv_steps_per_s"] = robotrl_env(s, n, th, gym_model=True, gym_obs=True)
-    fig["robotrl_vecenv_task_defaults_steps_per_s"] = robotrl_env(s, n, th)
-    fig["robotrl_ppo_train_steps_per_s"] = robotrl_ppo(args.train_seconds, n, th)
-    fig["sb3_ppo_train_steps_per_s"] = sb3_ppo(args.train_seconds)
+    overrides = ["task=humanoid", f"sim.num_envs={n}", f"sim.nthread={th}", f"max_time_s={args.train_seconds}",
+                 "max_iterations=1000000000", "progress=false", "tensorboard=false", "save_interval=1000000000",
+                 "eval_at_end=false"]
+    cfg, config_yaml, config_hash = compose_train(overrides)
+    gym_cfg, _, gym_hash = compose_train([*overrides, "task.gym_model=true", "task.gym_obs=true",
+                                          "task.randomize=false", "task.obs_noise_std=0", "task.action_delay_max=0"])
+    fig: dict[str, Any] = {"num_envs": n, "threads": th, "frame_skip": FRAME_SKIP, "env_row_seconds": s,
+                           "train_row_seconds": args.train_seconds, "compose_overrides": " ".join(overrides),
+                           "config_hash": config_hash, "robotrl_vecenv_gym_matched_config_hash": gym_hash,
+                           "torch_threads_training_rows": cfg.torch_threads, **load_avg("at_start")}
+    measure(fig, "gymnasium_single_steps_per_s", lambda: gym_single(s))
+    measure(fig, "sb3_dummyvecenv8_steps_per_s", lambda: sb3_dummy(s))
+    measure(fig, "envpool_steps_per_s", lambda: envpool_rate(s, n, th))
+    measure(fig, "mujoco_batch_raw_steps_per_s", lambda: raw_batch(s, n, th, gym_cfg.task))
+    measure(fig, "robotrl_vecenv_steps_per_s", lambda: robotrl_env(s, gym_cfg))
+    measure(fig, "robotrl_vecenv_composed_task_steps_per_s", lambda: robotrl_env(s, cfg))
+    measure(fig, "robotrl_ppo_train_steps_per_s", lambda: robotrl_ppo(cfg, config_yaml))
+    measure(fig, "sb3_ppo_adapter_train_steps_per_s", lambda: sb3_ppo_adapter(cfg))
+    measure(fig, "sb3_ppo_gymnasium_train_steps_per_s", lambda: sb3_ppo_gymnasium(cfg))
 
-    fig["ratio_robotrl_vs_mujoco_batch"] = fig["robotrl_vecenv_steps_per_s"] / fig["mujoco_batch_raw_steps_per_s"]
-    if "envpool_steps_per_s" in fig:
-        fig["ratio_robotrl_vs_envpool"] = fig["robotrl_vecenv_steps_per_s"] / fig["envpool_steps_per_s"]
-    fig["ratio_robotrl_vs_gymnasium_single"] = fig["robotrl_vecenv_steps_per_s"] / fig["gymnasium_single_steps_per_s"]
-    fig["ratio_robotrl_ppo_vs_sb3_ppo"] = fig["robotrl_ppo_train_steps_per_s"] / fig["sb3_ppo_train_steps_per_s"]
-    path = save("throughput", fig, merge=False)
-    rows = [(k, f"{v:,.2f}" if isinstance(v, float) else str(v)) for k, v in fig.items()]
-    print(table(rows, f"Humanoid throughput, {n} worlds, {th} threads (saved to {path})"))
+    fig["ratio_robotrl_vs_mujoco_batch"] = ratio(fig, "robotrl_vecenv_steps_per_s", "mujoco_batch_raw_steps_per_s")
+    fig["ratio_robotrl_vs_envpool"] = ratio(fig, "robotrl_vecenv_steps_per_s", "envpool_steps_per_s")
+    fig["ratio_robotrl_vs_gymnasium_single"] = ratio(fig, "robotrl_vecenv_steps_per_s", "gymnasium_single_steps_per_s")
+    fig["ratio_robotrl_ppo_vs_sb3_ppo_adapter"] = ratio(fig, "robotrl_ppo_train_steps_per_s",
+                                                        "sb3_ppo_adapter_train_steps_per_s")
+    fig["ratio_robotrl_ppo_vs_sb3_ppo_gymnasium"] = ratio(fig, "robotrl_ppo_train_steps_per_s",
+                                                          "sb3_ppo_gymnasium_train_steps_per_s")
+    path = save("throughput", fig, merge=False, out_dir=args.out or RESULTS_DIR)
+    print(table([(k, fmt(v)) for k, v in fig.items()], f"Humanoid throughput, {n} worlds, {th} threads"))
+    print(f"saved {path}")
+    return 1 if fig.get("rows_failed") else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
