@@ -52,36 +52,23 @@ from common import (  # noqa: E402
 )
 
 from robotrl.envs.task_env import TaskEnv  # noqa: E402
+from robotrl.runners.evaluate import run_episodes  # noqa: E402
 
 EVAL_SEED = 12345
 Curve = list[tuple[float, int, float]]  # (wall_s, env_steps, mean training return)
 
 
 def first_episodes(cfg: Any, policy: Any, episodes: int) -> dict[str, float]:
-    """Deterministic rollout of ``episodes`` worlds until each world's first episode ends; means and SE."""
+    """Deterministic rollout of ``episodes`` worlds; means over each world's first episode.
+
+    ``run_episodes`` counts the same number of episodes per world (here one), as ``robotrl eval`` does.
+    """
     env = TaskEnv(cfg.task, dataclasses.replace(cfg.sim, num_envs=episodes), seed=EVAL_SEED)
-    obs = env.reset()
-    done = torch.zeros(episodes, dtype=torch.bool)
-    stats: dict[str, torch.Tensor] = {}
-    with torch.no_grad():
-        for _ in range(env.max_episode_length + 1):
-            obs, _, terminated, truncated, info = env.step(policy.act_inference(obs["policy"]))
-            ended = (terminated | truncated).nonzero().squeeze(1).tolist()
-            for row, world in enumerate(ended):
-                if not done[world]:
-                    done[world] = True
-                    for key, value in info["episode"].items():
-                        stats.setdefault(key, torch.zeros(episodes))[world] = float(value[row])
-            if done.all():
-                break
+    stats = run_episodes(env, policy, episodes, deterministic=True)
     env.close()
-    if not done.all():
-        raise RuntimeError(f"{int((~done).sum())} worlds did not finish an episode within the time limit")
-    ret = stats["return"].double()
-    out = {"return": ret.mean().item(), "return_se": (ret.std() / len(ret) ** 0.5).item(),
-           "episode_length_steps": stats["length"].mean().item()}
+    out = {"return": stats["return"], "episode_length_steps": stats["length"], "episodes_count": int(stats["episodes"])}
     if "forward_vel" in stats:  # humanoid: episode-mean forward speed
-        out["forward_vel_mps"] = stats["forward_vel"].mean().item()
+        out["forward_vel_mps"] = stats["forward_vel"]
     return out
 
 
