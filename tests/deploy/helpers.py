@@ -72,10 +72,11 @@ def stop(proc: subprocess.Popen, timeout: float = 5.0) -> int:
     return proc.returncode
 
 
-class FakeRobot:
-    """The test side of a real DDS link: publishes robot topics from a thread, collects what comes back.
+class DdsRobotPeer:
+    """The robot side of a real DDS link: publishes robot topics from a thread, collects what comes back.
 
-    ``js_override`` (callable returning a JointState or None) lets a test inject bad messages.
+    ``inject`` publishes extra (bad) JointState messages; ``statuses`` and ``commands`` collect
+    what the policy node sends. (The in-process stand-in is ``robotrl.deploy.fake_robot.FakeRobot``.)
     """
 
     def __init__(self, domain: int, joints: list[str], rate_hz: float = 66.7, cmd_topic: str =
@@ -150,15 +151,38 @@ class FakeRobot:
         """The newest status values (empty before the first)."""
         return self.statuses[-1][1] if self.statuses else {}
 
-    def wait_for(self, predicate, timeout: float = 10.0) -> dict:
-        """Poll statuses until ``predicate(values)``; returns those values or raises AssertionError."""
+    def wait_for(self, predicate, timeout: float = 60.0, after: dict | None = None) -> dict:
+        """The first status (after status ``after``, if given) with ``predicate(values)``.
+
+        Polls until one arrives; raises AssertionError after ``timeout`` seconds (generous: a
+        time-out means "never", not "late"; timing is asserted in node periods, not here).
+        """
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            for _, values in list(self.statuses):
+            statuses = [v for _, v in list(self.statuses)]
+            start = next((i + 1 for i, v in enumerate(statuses) if v is after), 0) if after is not None else 0
+            for values in statuses[start:]:
                 if predicate(values):
                     return values
             time.sleep(0.01)
         raise AssertionError(f"condition not met within {timeout}s; last status: {self.latest()}")
+
+    def statuses_between(self, first: dict, last: dict) -> list[dict]:
+        """The statuses from ``first`` to ``last`` inclusive (objects returned by ``wait_for``)."""
+        values = [v for _, v in list(self.statuses)]
+        i = next(k for k, v in enumerate(values) if v is first)
+        j = next(k for k, v in enumerate(values) if v is last)
+        return values[i:j + 1]
+
+    def wait_for_commands(self, predicate, timeout: float = 60.0) -> list[tuple[float, list[float]]]:
+        """Poll received commands until ``predicate(commands)``; returns them."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            commands = list(self.commands)
+            if predicate(commands):
+                return commands
+            time.sleep(0.01)
+        raise AssertionError(f"command condition not met within {timeout}s; {len(self.commands)} received")
 
     def close(self) -> None:
         """Stop the thread and the participant."""

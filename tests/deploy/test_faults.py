@@ -1,8 +1,11 @@
 """Fault tests with real processes and real Cyclone DDS on loopback (localhost-only).
 
 The policy node runs as ``python -m robotrl.deploy.node`` in its own process, on its own
-ROS domain; the test process plays the robot (``FakeRobot``) and reads ``/robotrl/status``
-and the command topic.
+ROS domain; the test process plays the robot (``DdsRobotPeer``) and reads ``/robotrl/status``
+and the command topic. Timing is asserted in control periods counted by the node itself
+(the status' ``ticks`` and ``tick/<input>``), never in seconds of the test's clock, so a
+loaded machine makes the tests slower, not flaky; waits are on conditions with generous
+time-outs.
 """
 
 import time
@@ -11,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.deploy.helpers import FakeRobot, free_domain, spawn, stop
+from tests.deploy.helpers import DdsRobotPeer, free_domain, spawn, stop
 
 pytest.importorskip("cyclonedds")
 pytest.importorskip("onnxruntime")
@@ -21,7 +24,8 @@ JOINTS = [
     "left_hip_x", "left_hip_z", "left_hip_y", "left_knee", "right_shoulder1", "right_shoulder2", "right_elbow",
     "left_shoulder1", "left_shoulder2", "left_elbow",
 ]
-PERIOD = 0.015
+PERIOD = 0.015  # humanoid_sim runs at the policy's rate
+ESTOP_TIMEOUT_PERIODS = round(0.3 / PERIOD)  # humanoid_sim's estop_timeout_s in periods
 
 
 def profile(tmp_path, **safety):
@@ -43,7 +47,7 @@ def rig(humanoid_export, tmp_path):
 
     def start(**safety):
         domain = free_domain()
-        robot = FakeRobot(domain, JOINTS)
+        robot = DdsRobotPeer(domain, JOINTS)
         robot.heartbeat = bool(safety.get("estop_required"))
         robots.append(robot)
         proc = spawn(["robotrl.deploy.node", f"policy:={humanoid_export[2]}", f"robot:={profile(tmp_path, **safety)}",
@@ -62,30 +66,38 @@ def in_policy(values):
     return values.get("mode") == "POLICY"
 
 
-def test_stale_joint_states_hold_within_three_periods(rig):
+def periods_since(values: dict, source: str) -> int:
+    """Control periods between the node taking the last accepted ``source`` message and this status."""
+    return int(values["ticks"]) - 1 - int(values[f"tick/{source}"])
+
+
+def running_for(periods: int, since: dict):
+    """Predicate: a status at least ``periods`` node periods after status ``since``."""
+    return lambda v: int(v["ticks"]) >= int(since["ticks"]) + periods
+
+
+def test_stale_joint_states_hold_within_four_periods(rig):
     robot, proc = rig()
-    robot.wait_for(in_policy, timeout=20)
-    time.sleep(0.2)
+    policy = robot.wait_for(in_policy)
+    robot.wait_for(running_for(10, policy), after=policy)
     robot.send_js = False
-    last = robot.last_js_sent
-    values = robot.wait_for(lambda v: v.get("mode") == "HOLD", timeout=5)
-    t_hold = next(t for t, v in robot.statuses if v.get("mode") == "HOLD")
-    assert "stale:joint_states" in values["faults"]
-    # threshold is 3 periods of input age; the node acts at its next tick (<= 1 period later)
-    # and the status crosses DDS: allow 3 + 1 periods + 10 ms transport/scheduling slack.
-    print(f"HOLD seen {(t_hold - last) / PERIOD:.2f} periods after the last /joint_states")
-    assert t_hold - last <= 4 * PERIOD + 0.010, (t_hold - last) / PERIOD
+    hold = robot.wait_for(lambda v: v.get("mode") == "HOLD")
+    assert "stale:joint_states" in hold["faults"]
+    # stale at an input age above 3 periods; the node acts at its next tick: at most 4 of its periods
+    assert periods_since(hold, "joint_states") <= 4, hold
     robot.send_js = True
-    time.sleep(0.3)
-    assert robot.latest()["mode"] == "HOLD"  # latched while inputs are fresh again
+    accepted = int(hold["accepted/joint_states"])
+    fresh = robot.wait_for(lambda v: int(v["accepted/joint_states"]) >= accepted + 20, after=hold)
+    assert periods_since(fresh, "joint_states") <= 3  # inputs are fresh again ...
+    assert all(v["mode"] == "HOLD" for v in robot.statuses_between(hold, fresh))  # ... and HOLD stays latched
     robot.arm()
-    robot.wait_for(lambda v: v.get("mode") == "POLICY" and "rearm" in v.get("events", ""), timeout=5)
+    robot.wait_for(lambda v: v.get("mode") == "POLICY" and "rearm" in v.get("events", ""), after=fresh)
     assert proc.poll() is None
 
 
 def test_bad_joint_states_are_dropped_and_counted(rig):
     robot, proc = rig()
-    robot.wait_for(in_policy, timeout=20)
+    robot.wait_for(in_policy)
     m = robot.msgs
     n = len(JOINTS)
     bad = {
@@ -94,48 +106,46 @@ def test_bad_joint_states_are_dropped_and_counted(rig):
         "unknown_joint": m.JointState(name=[*JOINTS[:-1], "tail"], position=[0.0] * n, velocity=[0.0] * n),
         "out_of_range": m.JointState(name=JOINTS, position=[50.0] * n, velocity=[0.0] * n),
     }
-    for _ in range(3):
-        for msg in bad.values():
-            robot.inject(msg)
-            time.sleep(0.03)
-    want = {f"rejected/joint_states/{k}": "3" for k in bad}
-    values = robot.wait_for(lambda v: all(v.get(k) == x for k, x in want.items()), timeout=5)
+    for count in (1, 2, 3):
+        for reason, msg in bad.items():
+            robot.inject(msg)  # one at a time: each is counted before the next is sent
+            robot.wait_for(lambda v, key=f"rejected/joint_states/{reason}", c=count: v.get(key) == str(c))
+    values = robot.wait_for(lambda v: all(v.get(f"rejected/joint_states/{k}") == "3" for k in bad))
     assert values["mode"] == "POLICY" and proc.poll() is None
     assert int(values["accepted/joint_states"]) > 10
 
 
 def test_estop_heartbeat_loss_latches_until_rearm(rig):
     robot, proc = rig(estop_required=True)
-    robot.wait_for(lambda v: v.get("mode") == "PASSIVE", timeout=20)
-    time.sleep(0.5)
-    assert robot.latest().get("mode") == "PASSIVE"  # hardware profile: never arms by itself
+    passive = robot.wait_for(lambda v: v.get("mode") == "PASSIVE")
+    later = robot.wait_for(running_for(30, passive), after=passive)
+    # hardware profile: fresh inputs and a live heartbeat for 30 periods, and it never arms by itself
+    assert all(v["mode"] == "PASSIVE" for v in robot.statuses_between(passive, later))
     robot.arm()
-    robot.wait_for(in_policy, timeout=10)
+    policy = robot.wait_for(in_policy, after=later)
     robot.heartbeat = False
-    t0 = time.monotonic()
-    robot.wait_for(lambda v: v.get("mode") == "DAMP" and "estop" in v.get("faults", ""), timeout=3)
-    assert time.monotonic() - t0 < 0.3 + 0.2
+    damp = robot.wait_for(lambda v: v.get("mode") == "DAMP" and "estop" in v.get("faults", ""), after=policy)
+    # heartbeat gap above estop_timeout_s (20 periods): DAMP at the node's next tick at the latest
+    assert periods_since(damp, "estop") <= ESTOP_TIMEOUT_PERIODS + 1, damp
     robot.heartbeat = True
-    time.sleep(0.5)
-    assert robot.latest()["mode"] == "DAMP"
+    fresh = robot.wait_for(lambda v: periods_since(v, "estop") <= 1 and running_for(20, damp)(v), after=damp)
+    assert all(v["mode"] == "DAMP" for v in robot.statuses_between(damp, fresh))  # latched
     robot.arm()
-    robot.wait_for(lambda v: v.get("mode") == "POLICY" and not v.get("faults"), timeout=5)
+    robot.wait_for(lambda v: v.get("mode") == "POLICY" and not v.get("faults"), after=fresh)
     assert proc.poll() is None
 
 
-def test_sigint_sends_safe_command_and_exits_within_1s(rig):
+def test_sigint_sends_safe_command_and_exits_before_launch_escalates(rig):
     robot, proc = rig()
     robot.velocity = [2.0] * len(JOINTS)
-    robot.wait_for(in_policy, timeout=20)
-    time.sleep(0.3)
+    policy = robot.wait_for(in_policy)
+    robot.wait_for(running_for(10, policy), after=policy)
     t0 = time.monotonic()
     proc.send_signal(2)
-    proc.wait(3)
+    proc.wait(30)
     elapsed = time.monotonic() - t0
-    time.sleep(0.2)
-    assert proc.returncode == 0 and elapsed < 1.0, elapsed
-    after = [c for t, c in robot.commands if t >= t0]
-    assert after, "no command after SIGINT"
+    # ros2 launch escalates to SIGTERM 5 s after SIGINT: the node must be done well before that
+    assert proc.returncode == 0 and elapsed < 5.0, elapsed
     damp = np.clip(-0.05 * 2.0, -0.4, 0.4)  # -kd * qd of humanoid_sim, within the effort limit
-    assert np.allclose(after[-1], damp), after[-1]
-    assert robot.latest().get("lifecycle") == "finalized"
+    robot.wait_for_commands(lambda cs: any(t >= t0 and np.allclose(c, damp) for t, c in cs))
+    robot.wait_for(lambda v: v.get("lifecycle") == "finalized")
