@@ -114,7 +114,9 @@ def task_hash(task_cfg: Any) -> str:
 
 SB3_DIFFERENCES = (
     "SB3 keeps a fixed learning rate (robotrl PPO adapts it to a KL target); "
-    "SB3's critic sees the policy observation only (robotrl's critic also sees the task's privileged critic terms)"
+    "SB3's critic sees the policy observation only (robotrl's critic also sees the task's privileged critic terms); "
+    "SB3's clipped value loss uses the clipped prediction only (robotrl takes the max of clipped and unclipped, "
+    "as rsl_rl does)"
 )
 
 

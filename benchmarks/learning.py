@@ -1,6 +1,6 @@
 """Learning: robotrl PPO against SB3 PPO on one composed config, same worlds, same wall-clock budget.
 
-    python benchmarks/learning.py                      # 2 x 300 s of training + 4 evaluations
+    python benchmarks/learning.py                      # 2 x 300 s of training + 4 evaluations, ~12 min
     python benchmarks/learning.py --budget 600 --num-envs 64
     python benchmarks/learning.py --quick              # smoke run (a few seconds each, temp dir)
 
