@@ -24,8 +24,11 @@ def test_runtime_matches_torch_within_1e5(humanoid_export):
     single = np.stack([runtime(o) for o in obs.numpy()])
     assert np.abs(single - expected).max() <= 1e-5
     assert np.abs(runtime(obs.numpy()) - expected).max() <= 1e-5
-    # not vacuous: the outputs vary and some saturate at the clamp
+    # not vacuous: the outputs vary, stay within the [-1, 1] clamp, and some saturate at it
     assert expected.std() > 1e-3
+    assert np.abs(single).max() <= 1.0 and np.abs(expected).max() <= 1.0
+    saturated = np.abs(single) == 1.0
+    assert saturated.any() and not saturated.all(), saturated.mean()
 
 
 def test_spec_contents(humanoid_export):
@@ -63,7 +66,8 @@ def test_runtime_imports_without_torch_or_mujoco(humanoid_export):
         "import sys\n"
         "for m in ('torch', 'mujoco'): sys.modules[m] = None\n"  # any import of them now fails
         "import numpy as np\n"
-        "import robotrl.deploy.node, robotrl.deploy.recorder, robotrl.deploy.dds\n"
+        "import robotrl.deploy.node, robotrl.deploy.recorder, robotrl.deploy.dds, robotrl.deploy.ros_robot\n"
+        "import robotrl.deploy.fake_robot\n"
         "from robotrl.deploy.runtime import OnnxPolicy\n"
         f"p = OnnxPolicy({str(spec_path)!r})\n"
         "print(p(np.zeros(p.spec['obs_dim'], np.float32)).shape)\n"
