@@ -20,40 +20,32 @@ Collisions are detected geometrically: the car is a capsule of radius ``COLLISIO
 obstacles are the cylinders they are drawn as, traffic vehicles are the capsules they are
 drawn as. Obstacle and traffic geoms have no contacts in the physics. Traffic vehicles are
 scripted (mocap bodies) and do not avoid obstacles or the car.
+
+Modules: ``scene`` builds the model, ``scenario`` places obstacles, traffic and kerbs and
+checks collisions, ``observation`` casts the rays and samples the route ahead, ``track`` and
+``route`` generate and query the tracks, ``rewards`` holds the CaRL factors; this file holds
+the task class.
 """
 
 from __future__ import annotations
-
-import math
 
 import mujoco
 import numpy as np
 import torch
 from robotrl.tasks.base import Task
 from robotrl.tasks.driving import constants as C
-from robotrl.tasks.driving.car import ackermann_angles, add_car
+from robotrl.tasks.driving import observation as O
+from robotrl.tasks.driving import scenario
+from robotrl.tasks.driving.car import ackermann_angles
 from robotrl.tasks.driving.config import DrivingConfig
-from robotrl.tasks.driving.rewards import (
-    carl_factors,
-    heading_segment,
-    point_segment_distance,
-    segment_segment_distance,
-    time_to_collision,
-)
+from robotrl.tasks.driving.rewards import carl_factors, time_to_collision
 from robotrl.tasks.driving.route import TrackBank, progress_delta, wrap_angle
+from robotrl.tasks.driving.scene import build_scene, obstacle_radii
 from robotrl.tasks.driving.track import TrackParams, track_set
 
 from robotrl.rotations import quat_rotate_inverse_wxyz, uniform, yaw_from_quat
 
 INFRACTIONS = ("collision", "off_road", "wrong_way", "rollover")
-RAY_HEIGHT = 0.12
-TRAFFIC_RADIUS = 0.12
-TRAFFIC_HALF_LENGTH = 0.13
-OBSTACLE_HALF_HEIGHT = 0.15
-PARK = (0.0, 0.0, -3.0)
-"""Where inactive obstacles and traffic wait: under the floor, below every ray."""
-CURB_HALF = (0.03, 0.012)
-"""Half width and half height of the kerb boxes drawn along the lane boundaries (visual only)."""
 
 
 class DrivingTask(Task):
@@ -67,71 +59,11 @@ class DrivingTask(Task):
     # --- model -----------------------------------------------------------------------
     def build_model(self) -> mujoco.MjModel:
         """Floor, car, ``num_obstacles`` cylinder and ``num_traffic`` capsule mocap bodies; Newton solver."""
-        c = self.cfg
-        spec = mujoco.MjSpec()
-        spec.compiler.degree = False
-        spec.option.timestep = c.timestep
-        spec.option.solver = mujoco.mjtSolver.mjSOL_NEWTON
-        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-        spec.option.iterations = c.solver_iterations
-        spec.option.ls_iterations = 10
-        spec.worldbody.add_geom(
-            name="floor",
-            type=mujoco.mjtGeom.mjGEOM_PLANE,
-            size=[40, 40, 0.5],
-            contype=1,
-            conaffinity=2,
-            rgba=[0.35, 0.38, 0.35, 1],
-            group=0,
-        )
-        spec.worldbody.add_light(
-            pos=[0, 0, 30], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, castshadow=False
-        )
-        spec.worldbody.add_camera(name="top", pos=[0, 0, 28], xyaxes=[1, 0, 0, 0, 1, 0])
-        spec.stat.extent = 20.0
-        spec.stat.center = [0.0, 0.0, 0.0]
-        for side in ("left", "right"):
-            for i in range(c.curb_segments):
-                spec.worldbody.add_geom(
-                    name=f"curb_{side}_{i}",
-                    type=mujoco.mjtGeom.mjGEOM_BOX,
-                    size=[0.5, *CURB_HALF],
-                    pos=[0, 0, -1.0],
-                    contype=0,
-                    conaffinity=0,
-                    group=C.CURB_GROUP,
-                    rgba=[0.85, 0.1, 0.1, 1] if i % 2 else [0.95, 0.95, 0.95, 1],
-                )
-        add_car(spec)
-        for i, radius in enumerate(self.obstacle_radii()):
-            body = spec.worldbody.add_body(name=f"obstacle_{i}", mocap=True, pos=list(PARK))
-            body.add_geom(
-                type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-                size=[radius, OBSTACLE_HALF_HEIGHT, 0],
-                pos=[0, 0, OBSTACLE_HALF_HEIGHT],
-                contype=0,
-                conaffinity=0,
-                group=C.RAY_GROUP,
-                rgba=[0.95, 0.75, 0.1, 1],
-            )
-        for i in range(c.num_traffic):
-            body = spec.worldbody.add_body(name=f"traffic_{i}", mocap=True, pos=list(PARK))
-            body.add_geom(
-                type=mujoco.mjtGeom.mjGEOM_CAPSULE,
-                size=[TRAFFIC_RADIUS, TRAFFIC_HALF_LENGTH, 0],
-                pos=[0, 0, RAY_HEIGHT],
-                quat=[math.sqrt(0.5), 0, math.sqrt(0.5), 0],
-                contype=0,
-                conaffinity=0,
-                group=C.RAY_GROUP,
-                rgba=[0.2, 0.4, 0.9, 1],
-            )
-        return spec.compile()
+        return build_scene(self.cfg).compile()
 
     def obstacle_radii(self) -> list[float]:
         """Radius of each obstacle, m: evenly spread over ``obstacle_radius``."""
-        n, (lo, hi) = self.cfg.num_obstacles, self.cfg.obstacle_radius
-        return [float(r) for r in np.linspace(lo, hi, n)] if n > 1 else [0.5 * (lo + hi)] * n
+        return obstacle_radii(self.cfg)
 
     @property
     def action_dim(self) -> int:
@@ -194,12 +126,8 @@ class DrivingTask(Task):
         if model.nmocap:
             self.mocap_pos, self.mocap_quat = sim.bind("mocap_pos"), sim.bind("mocap_quat")
         self.obstacle_r = torch.tensor(self.obstacle_radii(), device=dev)
-        half = 0.5 * math.radians(c.ray_fov_deg)
-        self.ray_angles = (
-            torch.linspace(-half, half, c.num_rays, device=dev) if c.num_rays > 1 else torch.zeros(1, device=dev)
-        )
-        front = (self.ray_angles.abs() <= math.radians(15.0) + 1e-6).nonzero().squeeze(1)
-        self._front_rays = (int(front.min()), int(front.max()) + 1) if front.numel() else (0, c.num_rays)
+        self.ray_angles = O.ray_angles(c.ray_fov_deg, c.num_rays, dev)
+        self._front_rays = O.front_rays(self.ray_angles)
         wheels = [
             model.geom(g).id
             for g in range(model.ngeom)
@@ -287,23 +215,13 @@ class DrivingTask(Task):
 
     def _place_scenario(self, ids: torch.Tensor, tid: torch.Tensor, s0: torch.Tensor, gen: torch.Generator) -> None:
         """Obstacles spread along the lap ahead of the start; traffic ahead of the car."""
-        c, k, dev, bank = self.cfg, ids.numel(), self.device, self.bank
-        length, hw = bank.length[tid][:, None], bank.half_width[tid][:, None]
+        c, bank = self.cfg, self.bank
         if c.num_obstacles:
-            o = c.num_obstacles
-            slot = (torch.arange(o, device=dev) + uniform(0.2, 0.8, (k, o), gen, dev)) / o
-            s_obs = s0[:, None] + 6.0 + slot * (length - 10.0)
-            centre, heading = bank.point_at(tid[:, None], s_obs)
-            side = torch.where(torch.rand(k, o, generator=gen, device=dev) < 0.5, -1.0, 1.0)
-            lat = side * uniform(0.0, 0.6, (k, o), gen, dev) * hw
-            normal = torch.stack([-torch.sin(heading), torch.cos(heading)], dim=-1)
-            self.obstacle_xy[ids] = centre + lat[..., None] * normal
+            self.obstacle_xy[ids] = scenario.place_obstacles(bank, tid, s0, c.num_obstacles, gen)
         if c.num_traffic:
-            t = c.num_traffic
-            slot = (torch.arange(t, device=dev) + uniform(0.1, 0.6, (k, t), gen, dev)) / t
-            self.traffic_s[ids] = s0[:, None] + 4.0 + slot * (length - 8.0)
-            self.traffic_off[ids] = uniform(-0.3, 0.3, (k, t), gen, dev) * hw
-            self.traffic_v[ids] = uniform(*c.traffic_speed, (k, t), gen, dev)
+            self.traffic_s[ids], self.traffic_off[ids], self.traffic_v[ids] = scenario.place_traffic(
+                bank, tid, s0, c.num_traffic, c.traffic_speed, gen
+            )
         self._write_mocap(ids)
 
     def _write_mocap(self, ids: torch.Tensor | None, obstacles: bool = True) -> None:
@@ -312,58 +230,38 @@ class DrivingTask(Task):
         Inactive worlds park them under the floor. Obstacles are static, so the per-step
         call (``ids=None``) only moves the traffic.
         """
-        c = self.cfg
         rows = slice(None) if ids is None else ids
-        if c.num_traffic:
-            centre, heading = self.bank.point_at(self.track_id[rows][:, None], self.traffic_s[rows])
-            normal = torch.stack([-torch.sin(heading), torch.cos(heading)], dim=-1)
-            self.traffic_xy[rows] = centre + self.traffic_off[rows][..., None] * normal
-            self.traffic_yaw[rows] = heading
+        if self.cfg.num_traffic:
+            self.traffic_xy[rows], self.traffic_yaw[rows] = scenario.along_route(
+                self.bank, self.track_id[rows][:, None], self.traffic_s[rows], self.traffic_off[rows]
+            )
         dtype = self.mocap_pos.dtype if self.sim.model.nmocap else torch.float64
-        park = torch.tensor(PARK, dtype=dtype, device=self.device)
-        active = self.active[rows][:, None, None]
         groups = [(self._traffic_mocap, self.traffic_xy, self.traffic_yaw)]
         if obstacles:
             groups.append((self._obs_mocap, self.obstacle_xy, None))
         for group, xy, yaw in groups:
             if not len(group):
                 continue
-            xy = xy[rows]
-            pos = torch.where(active, torch.cat([xy, torch.zeros_like(xy[..., :1])], dim=-1).to(dtype), park)
-            if ids is None:
-                self.mocap_pos[:, group] = pos
-            else:
-                self.mocap_pos[ids[:, None], group[None, :]] = pos
-            if yaw is not None:
-                half = 0.5 * yaw[rows].to(dtype)
-                zero = torch.zeros_like(half)
-                quat = torch.stack([torch.cos(half), zero, zero, torch.sin(half)], -1)
-                if ids is None:
-                    self.mocap_quat[:, group] = quat
-                else:
-                    self.mocap_quat[ids[:, None], group[None, :]] = quat
+            pos, quat = scenario.mocap_pose(xy[rows], None if yaw is None else yaw[rows], self.active[rows], dtype)
+            self._set_mocap(ids, group, self.mocap_pos, pos)
+            if quat is not None:
+                self._set_mocap(ids, group, self.mocap_quat, quat)
+
+    @staticmethod
+    def _set_mocap(ids: torch.Tensor | None, group: torch.Tensor, field: torch.Tensor, value: torch.Tensor) -> None:
+        """``field[ids, group] = value`` for mocap bodies ``group`` of worlds ``ids`` (all if None)."""
+        if ids is None:
+            field[:, group] = value
+        else:
+            field[ids[:, None], group[None, :]] = value
 
     def _place_curbs(self, ids: torch.Tensor, tid: torch.Tensor) -> None:
         """Per-world kerb boxes along both lane boundaries of the worlds' tracks (for cameras and videos)."""
-        n_seg, bank = self.cfg.curb_segments, self.bank
-        if not n_seg:
+        if not self.cfg.curb_segments:
             return
-        k = ids.numel()
-        mid, delta = bank.boundary_chords(tid, n_seg)
-        yaw = torch.atan2(delta[..., 1], delta[..., 0])
-        sl = slice(self._curb_start, self._curb_start + 2 * n_seg)
-        pos = self._base_geom["geom_pos"].expand(k, -1, -1).clone()
-        pos[:, sl, :2] = mid.double()
-        pos[:, sl, 2] = CURB_HALF[1]
-        quat = self._base_geom["geom_quat"].expand(k, -1, -1).clone()
-        quat[:, sl] = 0.0
-        quat[:, sl, 0] = torch.cos(0.5 * yaw).double()
-        quat[:, sl, 3] = torch.sin(0.5 * yaw).double()
-        size = self._base_geom["geom_size"].expand(k, -1, -1).clone()
-        size[:, sl, 0] = 0.5 * delta.norm(dim=-1).double() + 0.01
-        self.sim.set_model_field("geom_pos", ids, pos)
-        self.sim.set_model_field("geom_quat", ids, quat)
-        self.sim.set_model_field("geom_size", ids, size)
+        fields = scenario.curb_geoms(self.bank, tid, self.cfg.curb_segments, self._base_geom, self._curb_start)
+        for name, value in fields.items():
+            self.sim.set_model_field(name, ids, value)
 
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Tyre friction, chassis mass and motor strength per world."""
@@ -415,7 +313,6 @@ class DrivingTask(Task):
         self.lap_done |= finished
         if c.num_traffic:
             self.traffic_s += self.traffic_v * self.dt
-        if c.num_traffic:
             self._write_mocap(None, obstacles=False)
         self._cast_rays(None)
         front = self.rays[:, self._front_rays[0] : self._front_rays[1]].amin(1)
@@ -436,16 +333,7 @@ class DrivingTask(Task):
 
     def _collides(self, pos: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
         """``(N,)`` bool: the car's capsule touches an active obstacle or traffic vehicle."""
-        c, r = self.cfg, C.COLLISION_RADIUS
-        a, b = heading_segment(pos, yaw, 0.5 * C.CAR_LENGTH - r)
-        hit = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-        if c.num_obstacles:
-            d = point_segment_distance(self.obstacle_xy, a[:, None], b[:, None])
-            hit |= (d < self.obstacle_r + r).any(1)
-        if c.num_traffic:
-            ta, tb = heading_segment(self.traffic_xy, self.traffic_yaw, TRAFFIC_HALF_LENGTH)
-            d = segment_segment_distance(a[:, None], b[:, None], ta, tb)
-            hit |= (d < TRAFFIC_RADIUS + r).any(1)
+        hit = scenario.car_collides(pos, yaw, self.obstacle_xy, self.obstacle_r, self.traffic_xy, self.traffic_yaw)
         return hit & self.active
 
     def _cast_rays(self, ids: torch.Tensor | None) -> None:
@@ -456,14 +344,7 @@ class DrivingTask(Task):
         if not self.sim.model.nmocap:
             self.rays.fill_(c.ray_range)
             return
-        yaw = yaw_from_quat(self.qpos[:, 3:7].float())[:, None] + self.ray_angles[None, :]
-        vec = torch.stack([torch.cos(yaw), torch.sin(yaw), torch.zeros_like(yaw)], dim=-1)
-        pnt = self.qpos[:, None, :3].float().expand(-1, c.num_rays, -1).clone()
-        pnt[..., 2] = RAY_HEIGHT
-        group = [0] * 6
-        group[C.RAY_GROUP] = 1
-        dist = self.sim.ray(pnt, vec, geomgroup=group).float().to(self.device)
-        dist = torch.where(dist < 0, torch.full_like(dist, c.ray_range), dist.clamp(max=c.ray_range))
+        dist = O.cast_rays(self.sim, self.qpos, self.ray_angles, c.ray_range)
         if ids is None:
             self.rays = dist
         else:
@@ -474,12 +355,7 @@ class DrivingTask(Task):
         """Ego state, route errors, route ahead (car frame), rays, steering, last action."""
         c, bank = self.cfg, self.bank
         hw = bank.half_width[self.track_id]
-        ahead_s = self.s[:, None] + c.route_spacing * torch.arange(1, c.route_samples + 1, device=self.device)
-        pts, _ = bank.point_at(self.track_id[:, None], ahead_s)
-        rel = pts - self.qpos[:, None, :2].float()
-        yaw = yaw_from_quat(self.qpos[:, 3:7].float())[:, None]
-        cos, sin = torch.cos(yaw), torch.sin(yaw)
-        local = torch.stack([cos * rel[..., 0] + sin * rel[..., 1], -sin * rel[..., 0] + cos * rel[..., 1]], -1)
+        local = O.route_ahead(bank, self.track_id, self.s, self.qpos, c.route_spacing, c.route_samples)
         horizon = c.route_spacing * c.route_samples
         steer = self.qpos[:, self._steer_adr].float().mean(1, keepdim=True) / C.MAX_STEER
         policy = torch.cat(

@@ -9,7 +9,8 @@ import torch
 from robotrl.tasks.driving import constants as C
 from robotrl.tasks.driving.car import ackermann_angles
 from robotrl.tasks.driving.config import DrivingConfig
-from robotrl.tasks.driving.task import INFRACTIONS, TRAFFIC_RADIUS
+from robotrl.tasks.driving.scene import TRAFFIC_RADIUS
+from robotrl.tasks.driving.task import INFRACTIONS
 
 from robotrl.envs.task_env import TaskEnv
 from robotrl.rotations import quat_mul
