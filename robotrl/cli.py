@@ -75,6 +75,15 @@ def _eval(cfg: DictConfig) -> None:
     print(json.dumps(result, indent=2))
 
 
+def _eval_task_override(arg: str) -> str:
+    """``task.<field>=<value>`` adds a key to eval's open ``task`` dict (Hydra spells that ``+task...``).
+
+    The checkpoint's own task config is the base; ``task_config_from_meta`` then rejects
+    unknown fields and wrong types against the task's schema.
+    """
+    return f"+{arg}" if arg.startswith("task.") and "=" in arg else arg
+
+
 def _hydra_app(fn: Callable[[DictConfig], None], config_name: str, argv: list[str]) -> int:
     register_configs()
     _register_resolvers()
@@ -105,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "train":
         return _hydra_app(_train, "train", rest)
     if cmd == "eval":
-        return _hydra_app(_eval, "eval", rest)
+        return _hydra_app(_eval, "eval", [_eval_task_override(a) for a in rest])
     if cmd == "tools":
         return _tools(rest)
     if cmd in _PLAIN:

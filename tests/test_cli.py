@@ -1,5 +1,6 @@
 """CLI: config printing, and errors that list the valid choices."""
 
+import json
 import subprocess
 import sys
 
@@ -56,3 +57,18 @@ def test_train_then_eval_writes_video_curve_and_metrics(tmp_path):
               timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert '"return"' in out.stdout and (tmp_path / "eval" / "eval_train.json").is_file()
+
+    # stress the policy on conditions it never saw: a task override on a chosen backend
+    out = run("eval", f"checkpoint={tmp_path}", "sim=cpu", "sim.nthread=1", "task.episode_length_s=0.3",
+              "task.push_interval_s=0.1", "num_envs=4", "episodes=8", "video=false", f"out_dir={tmp_path}/stress",
+              timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads((tmp_path / "stress" / "eval_train.json").read_text())
+    assert result["task_overrides"] == {"episode_length_s": 0.3, "push_interval_s": 0.1}
+    assert result["backend"] == "cpu" and result["episodes"] == 8  # two per world
+    assert result["length"] <= 20  # 0.3 s of 15 ms steps: the override reached the env
+
+    out = run("eval", f"checkpoint={tmp_path}", "task.no_such_field=1", "video=false", timeout=120)
+    assert out.returncode != 0 and "no_such_field" in out.stderr and "episode_length_s" in out.stderr
+    out = run("eval", f"checkpoint={tmp_path}", "task.episode_length_s=long", "video=false", timeout=120)
+    assert out.returncode != 0 and "episode_length_s" in out.stderr
