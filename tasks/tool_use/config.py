@@ -26,7 +26,9 @@ class ToolUseConfig(TaskConfig):
     Attributes:
         arm: ``kuka_iiwa`` (KUKA iiwa URDF from ``pybullet_data``, the default) or ``floating``
             (6-DoF actuated wrist, the simpler variant).
-        tool_seed: seed of the procedural tool generator.
+        tool_seed: seed of the procedural tool pool: it defines which tools make up each split
+            (a task definition, not a random stream; which tool a world gets at reset is drawn
+            from the env's generator).
         tools_per_family: tool instances per family in the pool of the current ``split``
             (``train``, ``heldout`` = new instances of training families, ``heldout_family``).
         arm_action_scale: rad (or m for the floating wrist's slides) of arm-target change per

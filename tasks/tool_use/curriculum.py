@@ -57,10 +57,10 @@ class Curriculum:
         return True
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """``stage`` and ``stage_episodes`` as 0-d int64 tensors, ``rates`` as ``(2,)`` float32."""
+        """``stage`` and ``stage_episodes`` as 0-d int64 tensors, ``rates`` as ``(2,)`` float32 (all on the CPU)."""
         return {"stage": torch.tensor(self.stage, dtype=torch.int64),
                 "stage_episodes": torch.tensor(self.stage_episodes, dtype=torch.int64),
-                "rates": self.rates.detach().clone()}
+                "rates": self.rates.detach().cpu().clone()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Restore what ``state_dict`` gave; missing keys keep their values.

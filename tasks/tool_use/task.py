@@ -242,7 +242,7 @@ class ToolUseTask(Task):
         """Restore the curriculum; a changed stage redraws every goal in flight at the next ``update``."""
         before = self.curriculum.stage
         self.curriculum.load_state_dict(state)
-        self._goal_stale = self.curriculum.stage != before
+        self._goal_stale |= self.curriculum.stage != before
 
     # --- lifecycle -------------------------------------------------------------------
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
