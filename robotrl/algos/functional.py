@@ -294,3 +294,125 @@ def soft_update(target: torch.nn.Module, source: torch.nn.Module, tau: float) ->
     with torch.no_grad():
         for t, s in zip(target.parameters(), source.parameters(), strict=True):
             t.lerp_(s, tau)
+
+
+# --- VLA RL fine-tuning math (SimpleVLA-RL GRPO, RLinf action-level PPO) -------------
+
+
+def grpo_advantages(rewards: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Group-relative advantage ``(R - mean_g) / (std_g + eps)`` (SimpleVLA-RL / verl).
+
+    ``std_g`` is the unbiased (``n - 1``) sample standard deviation over the ``G`` rollouts of a
+    group, as ``torch.std`` computes it. A group whose rewards are all equal gets advantage 0.
+
+    Args:
+        rewards: ``[M, G]`` episode rewards (binary success in SimpleVLA-RL) of ``G`` rollouts
+            for each of ``M`` task instances, every rollout of a group started from the same state.
+        eps: added to the standard deviation.
+
+    Returns:
+        ``[M, G]`` advantages, one per rollout; the caller applies it to every action token.
+
+    """
+    mean = rewards.mean(dim=1, keepdim=True)
+    std = rewards.std(dim=1, keepdim=True) if rewards.shape[1] > 1 else torch.zeros_like(mean)
+    return (rewards - mean) / (std + eps)
+
+
+def grpo_group_filter(success: torch.Tensor, low: float = 0.1, high: float = 0.9) -> torch.Tensor:
+    """Groups to keep: success rate in ``[low, high]`` (inclusive), SimpleVLA-RL's dynamic sampling.
+
+    Groups where every rollout succeeded or every rollout failed carry no learning signal
+    (their advantages are all 0) and only dilute the token mean, so they are dropped.
+
+    Args:
+        success: ``[M, G]`` bool or 0/1 success of each rollout.
+        low: smallest kept success rate.
+        high: largest kept success rate.
+
+    Returns:
+        ``[M]`` bool mask of kept groups.
+
+    """
+    rate = success.float().mean(dim=1)
+    return (rate >= low - 1e-9) & (rate <= high + 1e-9)
+
+
+def asymmetric_clipped_token_loss(
+    log_prob: torch.Tensor,
+    old_log_prob: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.28,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """GRPO policy loss on action tokens with an asymmetric ratio clip ("clip-higher"), no KL term.
+
+    Per token ``rho = exp(log_prob - old_log_prob)`` and
+    ``l = -min(rho * A, clip(rho, 1 - clip_low, 1 + clip_high) * A)``; the loss is the mean of
+    ``l`` over the valid tokens of the whole batch (token-mean aggregation).
+
+    Args:
+        log_prob: ``[B, K]`` log-probabilities of the sampled action tokens under the current policy.
+        old_log_prob: ``[B, K]`` under the policy that sampled them.
+        advantages: ``[B, K]`` per-token advantages (``[B, 1]`` broadcasts one per rollout step).
+        mask: ``[B, K]`` bool or 0/1, tokens that count (steps after the episode end are 0).
+        clip_low: lower clip ``eps_low`` (0.2 in SimpleVLA-RL).
+        clip_high: upper clip ``eps_high`` (0.28 in SimpleVLA-RL).
+
+    Returns:
+        ``(loss, metrics)``: scalar loss, and detached ``loss/policy`` and ``clip_fraction``
+        (share of valid tokens whose ratio was clipped in the direction that stops the gradient).
+
+    """
+    m = mask.to(log_prob.dtype)
+    adv = advantages.expand_as(log_prob)
+    ratio = torch.exp(log_prob - old_log_prob)
+    unclipped = ratio * adv
+    clipped = ratio.clamp(1.0 - clip_low, 1.0 + clip_high) * adv
+    per_token = -torch.min(unclipped, clipped)
+    count = m.sum().clamp(min=1.0)
+    loss = (per_token * m).sum() / count
+    clip_frac = ((clipped < unclipped).to(m.dtype) * m).sum() / count
+    return loss, {"loss/policy": loss.detach(), "clip_fraction": clip_frac.detach()}
+
+
+def chunk_rewards(rewards: torch.Tensor, dones: torch.Tensor, chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sum env-step rewards into action-chunk rewards for chunk-level GAE (RLinf).
+
+    Args:
+        rewards: ``[T, B]`` per env step, ``T`` a multiple of ``chunk``.
+        dones: ``[T, B]`` bool, the episode ended after that env step.
+        chunk: env steps per policy decision.
+
+    Returns:
+        ``([T // chunk, B] rewards, [T // chunk, B] dones)``: the sum over each chunk, and
+        whether the episode ended anywhere inside it.
+
+    """
+    T, B = rewards.shape
+    if T % chunk:
+        raise ValueError(f"T={T} is not a multiple of the chunk length {chunk}.")
+    return rewards.reshape(T // chunk, chunk, B).sum(1), dones.reshape(T // chunk, chunk, B).any(1)
+
+
+def action_level_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor,
+    last_values: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """RLinf's action-level GAE: one value and one advantage per *action* (not per token).
+
+    The value head scores each policy decision; every token of that action shares its
+    advantage (broadcast with ``asymmetric_clipped_token_loss`` or by summing token
+    log-probabilities into the action's log-probability for ``ppo_loss``). The recursion is
+    ``compute_gae`` over the ``[T, B]`` decision steps.
+
+    Returns:
+        ``(advantages, returns)``, both ``[T, B]``.
+
+    """
+    return compute_gae(rewards, values, dones, last_values, gamma, lam)
