@@ -31,8 +31,10 @@ class TrainConfig:
         sim: backend, world count and threads (group ``sim``).
         policy: network sizes and action distribution (group ``policy``).
         seed: seeds torch and the env's generator.
-        max_iterations: algorithm updates to run.
-        max_time_s: wall-clock budget in seconds; the run stops cleanly when it is spent (0: none).
+        max_iterations: algorithm iterations to run at most (a secondary stop by default).
+        max_time_s: wall-clock budget in seconds, the primary stop: the run stops cleanly after the
+            iteration that spends it (0: none). 600 s gives each task's best CPU result in about
+            10 minutes; set it higher on a bigger machine.
         save_interval: iterations between checkpoints.
         resume: continue from the newest checkpoint in ``run_dir``.
         run_dir: output directory; empty means ``runs/<task>/<timestamp>``.
@@ -52,8 +54,8 @@ class TrainConfig:
     sim: SimConfig = field(default_factory=SimConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     seed: int = 0
-    max_iterations: int = 200
-    max_time_s: float = 0.0
+    max_iterations: int = 1_000_000
+    max_time_s: float = 600.0
     save_interval: int = 25
     resume: bool = False
     run_dir: str = ""

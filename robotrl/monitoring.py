@@ -13,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +69,30 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
 
 
 class TrainProgress:
-    """Rich progress bar over iterations showing steps/s, mean return and episode length."""
+    """Rich progress bar toward whichever stop comes first (iterations or the wall-clock budget).
 
-    def __init__(self, total: int, enabled: bool = True, start: int = 0) -> None:
+    Shows the iteration, steps/s, mean return and episode length; the bar and the time left
+    follow the larger of the two fractions done.
+    """
+
+    _UNITS = 1000
+
+    def __init__(self, total: int, enabled: bool = True, start: int = 0, max_time_s: float = 0.0) -> None:
         self.enabled = enabled
+        self.total, self.max_time_s = total, max_time_s
         self._progress = Progress(
-            TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(), TimeRemainingColumn(), disable=not enabled, transient=False,
+            TextColumn("[bold]train"), BarColumn(), TextColumn("iter {task.fields[iteration]}"),
+            TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+            disable=not enabled, transient=False,
         )
-        self._task = self._progress.add_task("train", total=total, completed=start, stats="")
+        self._task = self._progress.add_task("train", total=self._UNITS, completed=self._done(start, 0.0),
+                                             stats="", iteration=start)
+
+    def _done(self, iteration: int, elapsed_s: float) -> float:
+        fraction = iteration / self.total if self.total > 0 else 0.0
+        if self.max_time_s > 0:
+            fraction = max(fraction, elapsed_s / self.max_time_s)
+        return self._UNITS * min(fraction, 1.0)
 
     def __enter__(self) -> TrainProgress:
         self._progress.start()
@@ -88,8 +103,9 @@ class TrainProgress:
         self._progress.stop()
 
     def update(self, iteration: int, stats: dict[str, float]) -> None:
-        """Advance to ``iteration`` and show the headline numbers."""
+        """Advance to ``iteration`` (and ``stats["time_s"]``) and show the headline numbers."""
         text = (f"{stats.get('perf/steps_per_s', 0):8.0f} steps/s  "
                 f"return {stats.get('episode/return', float('nan')):8.2f}  "
                 f"len {stats.get('episode/length', float('nan')):6.1f}")
-        self._progress.update(self._task, completed=iteration, stats=text)
+        self._progress.update(self._task, completed=self._done(iteration, stats.get("time_s", 0.0)), stats=text,
+                              iteration=iteration)

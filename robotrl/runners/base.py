@@ -91,6 +91,12 @@ class Runner(abc.ABC):
     ) -> tuple[dict[str, torch.Tensor], dict[str, float], int]:
         """One iteration: returns the latest obs, the update's metrics and the env steps taken."""
 
+    @property
+    def finishing(self) -> bool:
+        """Whether the iteration just run is the last (iteration count or wall-clock budget reached)."""
+        cfg = self.cfg
+        return self.iteration >= cfg.max_iterations or (cfg.max_time_s > 0 and self.elapsed_s >= cfg.max_time_s)
+
     def _after_iteration(self) -> dict[str, float]:
         """Extra metrics after an iteration (periodic evaluations)."""
         return {}
@@ -193,8 +199,14 @@ class Runner(abc.ABC):
         start_wall = time.perf_counter() - self.elapsed_s
         log.info("training %s with %s: %d worlds on %s, run dir %s", getattr(cfg.task, "name", "env"),
                  cfg.algo.name, self.env.num_envs, self.env.device, self.run_dir)
+        if cfg.max_time_s > 0:
+            log.info("budget: %.0f s of wall-clock (max_time_s), the primary stop, or %d iterations if sooner; "
+                     "change it with max_time_s=<seconds>", cfg.max_time_s, cfg.max_iterations)
+        else:
+            log.info("budget: %d iterations (max_iterations); no wall-clock limit (max_time_s=0)", cfg.max_iterations)
         try:
-            with TrainProgress(cfg.max_iterations, enabled=cfg.progress, start=self.iteration) as bar:
+            with TrainProgress(cfg.max_iterations, enabled=cfg.progress, start=self.iteration,
+                               max_time_s=cfg.max_time_s) as bar:
                 while self.iteration < cfg.max_iterations:
                     t0 = time.perf_counter()
                     obs, update, steps = self._iterate(obs, stats)

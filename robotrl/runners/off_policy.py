@@ -255,7 +255,7 @@ class OffPolicyRunner(Runner):
         if self.cfg.algo.name != "bc":
             return {}
         interval = self.cfg.algo.eval_interval
-        final = self.iteration >= self.cfg.max_iterations
+        final = self.finishing
         if not final and (interval <= 0 or self.iteration % interval):
             return {}
         algo = self.algo
