@@ -27,6 +27,10 @@ class HumanoidTask(Task):
 
     def build_model(self) -> mujoco.MjModel:
         """Gymnasium's humanoid with Newton solver and implicit-fast integration (both backends)."""
+        return self.build_spec().compile()
+
+    def build_spec(self) -> mujoco.MjSpec:
+        """The uncompiled model (``build_model`` compiles it; ``robotrl.twin`` calibrates it with mujoco.sysid)."""
         spec = mujoco.MjSpec.from_file(C.model_path())
         if not self.cfg.gym_model:
             spec.option.solver = mujoco.mjtSolver.mjSOL_NEWTON
@@ -38,7 +42,7 @@ class HumanoidTask(Task):
             spec.body(C.ROOT_BODY).add_site(name="imu")
             spec.add_sensor(type=mujoco.mjtSensor.mjSENS_ACCELEROMETER, objtype=mujoco.mjtObj.mjOBJ_SITE,
                             objname="imu")
-        return spec.compile()
+        return spec
 
     @property
     def action_dim(self) -> int:

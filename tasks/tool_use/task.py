@@ -140,7 +140,11 @@ class ToolUseTask(Task):
     # --- model -----------------------------------------------------------------------
     def build_model(self) -> mujoco.MjModel:
         """Compile the scene (Newton solver, implicit-fast) with the pool's first tool as default."""
-        return build_scene(self.cfg, self.pool[0]).compile()
+        return self.build_spec().compile()
+
+    def build_spec(self) -> mujoco.MjSpec:
+        """The uncompiled scene (``robotrl.twin`` calibrates it with mujoco.sysid)."""
+        return build_scene(self.cfg, self.pool[0])
 
     @property
     def action_dim(self) -> int:
