@@ -1,0 +1,194 @@
+"""Calibrate the twin's physics on recorded episodes with ``mujoco.sysid`` (no optimizer of our own).
+
+The pipeline is sysid's: a ``ParameterDict`` of ``Physics`` multipliers (box-bounded) ->
+one ``ModelSequences`` per task model holding every episode (initial state, commands at
+every physics substep, measured joint q/dq and base pose) -> ``build_residual_fn`` with our
+``build_model`` (the task's nominal model with the candidate ``Physics`` applied, see
+``robotrl.twin.physics.model_with``) -> ``optimize`` (box-constrained Gauss-Newton) ->
+``calculate_intervals`` for confidence intervals, ``save_results`` and ``default_report``.
+
+The control delay is an integer, which sysid's least squares cannot fit: it is searched
+over a small grid (``delays``), running sysid once per delay and keeping the lowest cost.
+
+Requires ``pip install 'robotrl[twin]'`` (``mujoco[sysid]``). Plain ``mujoco`` ships a
+``mujoco.sysid`` package that imports empty (its ``__init__`` hides a missing dependency);
+``sysid()`` detects that and raises an ImportError naming the extra.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robotrl.twin.episode import Episode
+from robotrl.twin.physics import Physics, model_with, save_physics
+from robotrl.twin.record import actuator_ids, make_task_env
+from robotrl.twin.replay import _rotate
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PARAMS = ("body_mass", "dof_damping", "actuator_gain")
+
+
+def sysid() -> Any:
+    """``mujoco.sysid``, or an ImportError naming the extra when it is missing or imports empty."""
+    try:
+        import mujoco.sysid as module
+    except ImportError as exc:
+        raise ImportError("Calibration needs mujoco.sysid: pip install 'robotrl[twin]' "
+                          "(mujoco[sysid]==4.0.0).") from exc
+    if not hasattr(module, "ParameterDict"):
+        missing = ""
+        try:
+            from mujoco.sysid._src import optimize  # noqa: F401 - imported for its error message
+        except ModuleNotFoundError as exc:
+            missing = f" (missing module {exc.name!r})"
+        raise ImportError("mujoco.sysid imported empty: its optional dependencies are not installed"
+                          f"{missing}. Install them with: pip install 'robotrl[twin]' (mujoco[sysid]==4.0.0).")
+    return module
+
+
+@dataclass
+class CalibrationResult:
+    """What ``calibrate`` found.
+
+    Attributes:
+        physics: the fitted physics (delay included).
+        intervals: half-width 95% confidence interval of each fitted multiplier.
+        cost_by_delay: final sysid cost for each delay tried.
+        initial_cost: cost at the nominal physics with the chosen delay.
+        params: names of the fitted multipliers.
+
+    """
+
+    physics: Physics
+    intervals: dict[str, float]
+    cost_by_delay: dict[int, float]
+    initial_cost: float
+    params: list[str] = field(default_factory=list)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the calibrated physics file (``robotrl-sim-robot physics:=``, ``robotrl twin``)."""
+        return save_physics(self.physics, path, {"intervals_95": self.intervals,
+                                                 "cost_by_delay": {int(k): float(v) for k, v in
+                                                                   self.cost_by_delay.items()},
+                                                 "initial_cost": self.initial_cost, "fitted": self.params})
+
+
+class _Problem:
+    """The sysid objects for one task model and a list of episodes."""
+
+    def __init__(self, task: str, episodes: list[Episode], overrides: dict[str, Any] | None, delay: int) -> None:
+        import mujoco
+
+        sid = sysid()
+        env = make_task_env(task, overrides)
+        self.spec_fn = getattr(env.task, "build_spec", None)
+        if self.spec_fn is None:
+            raise TypeError(f"task {task!r} has no build_spec(): calibration needs the uncompiled model.")
+        self.model = env.sim.model
+        self.frame_skip = env.cfg.frame_skip
+        model, names = self.model, episodes[0].joint_names
+        act = actuator_ids(model, names)
+        floating = int(model.jnt_type[0]) == int(mujoco.mjtJoint.mjJNT_FREE)
+        root = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, 1)
+        qpos0, qvel0 = env.sim.bind("qpos")[0].numpy().copy(), env.sim.bind("qvel")[0].numpy().copy()
+        ctrl0 = env.sim.bind("ctrl")[0].numpy().copy()
+        obs_names = [f"{j}_qpos" for j in names] + [f"{j}_qvel" for j in names]
+        if floating and all(e.floating for e in episodes):
+            obs_names = [f"{root}_qpos", *obs_names]
+        h = model.opt.timestep
+        inits, controls, sensors = [], [], []
+        for ep in episodes:
+            qpos, qvel = qpos0.copy(), qvel0.copy()
+            qpos[[model.jnt_qposadr[model.joint(j).id] for j in names]] = ep.q[0]
+            qvel[[model.jnt_dofadr[model.joint(j).id] for j in names]] = ep.dq[0]
+            if floating and ep.floating:
+                quat = ep.base_quat[0] / np.linalg.norm(ep.base_quat[0])
+                qpos[0:3], qpos[3:7] = ep.base_pos[0], quat
+                qvel[0:3], qvel[3:6] = _rotate(quat, ep.base_lin_vel[0]), ep.base_ang_vel[0]
+            inits.append(sid.create_initial_state(model, qpos, qvel))
+            steps = ep.num_steps - 1
+            idx = np.clip(np.arange(steps) - delay, 0, steps - 1)
+            ctrl = np.tile(ctrl0, (steps * self.frame_skip, 1))
+            ctrl[:, act] = np.repeat(ep.command[idx], self.frame_skip, axis=0)
+            times = np.arange(steps * self.frame_skip) * h
+            controls.append(sid.TimeSeries.from_control_names(times, ctrl, model))
+            data = [ep.q, ep.dq]
+            if floating and ep.floating:
+                data = [np.concatenate([ep.base_pos, ep.base_quat], axis=1), *data]
+            t = np.arange(ep.num_steps) * h * self.frame_skip
+            sensors.append(sid.TimeSeries.from_names(t, np.concatenate(data, axis=1), model, obs_names))
+        self.sequences = [sid.ModelSequences(task, self.spec_fn(), [ep.path.name for ep in episodes], inits,
+                                             controls, sensors, allow_missing_sensors=True)]
+        self.obs = [(n, sid.SignalType.MjStateQPos if n.endswith("_qpos") else sid.SignalType.MjStateQVel)
+                    for n in obs_names]
+
+    def build_model(self, params: Any, _spec: Any = None) -> Any:
+        """The sysid ``BuildModelFn``: the nominal model with the candidate multipliers."""
+        values = {name: float(params[name].value[0]) for name in params.keys()}
+        return model_with(self.model, Physics(**values))
+
+
+def calibrate(task: str, episodes: list[Episode], params: tuple[str, ...] = DEFAULT_PARAMS,
+              bounds: tuple[float, float] = (0.5, 2.0), delays: tuple[int, ...] = (0,),
+              overrides: dict[str, Any] | None = None, max_iters: int = 30, out_dir: str | Path | None = None,
+              report: bool = False) -> CalibrationResult:
+    """Fit ``params`` (``Physics`` multipliers) and the delay to ``episodes`` with mujoco.sysid.
+
+    Args:
+        task: the twin's task (its nominal model is the starting point).
+        episodes: recorded episodes (same robot).
+        params: multipliers to fit; the others stay nominal.
+        bounds: box bounds of every multiplier.
+        delays: integer control delays to try (sysid runs once per delay).
+        overrides: task config fields.
+        max_iters: optimizer iterations per delay.
+        out_dir: if given, sysid's ``save_results`` (identified XML, parameters, confidence) go here.
+        report: also write sysid's ``default_report`` HTML into ``out_dir``.
+
+    Returns:
+        The fitted physics with 95% confidence intervals and the cost per delay.
+
+    """
+    sid = sysid()
+    best: tuple[float, int, Any, Any, Any] | None = None
+    costs: dict[int, float] = {}
+    initial_cost = float("nan")
+    for delay in delays:
+        problem = _Problem(task, episodes, overrides, delay)
+        pdict = sid.ParameterDict({n: sid.Parameter(n, 1.0, bounds[0], bounds[1]) for n in params})
+        residual_fn = sid.build_residual_fn(models_sequences=problem.sequences, build_model=problem.build_model,
+                                            enabled_observations=problem.obs, n_threads=1)
+        start = float(np.sum(np.concatenate(residual_fn(pdict.as_vector(), pdict.copy())[0]) ** 2))
+        opt, result = sid.optimize(pdict, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iters)
+        cost = float(np.sum(np.concatenate(residual_fn(opt.as_vector(), opt.copy())[0]) ** 2))
+        costs[delay] = cost
+        log.info("sysid delay=%d: cost %.4g -> %.4g, x=%s", delay, start, cost, opt.as_vector().round(4).tolist())
+        if best is None or cost < best[0]:
+            best, initial_cost = (cost, delay, opt, result, (problem, pdict, residual_fn)), start
+    assert best is not None
+    _, delay, opt, result, (problem, pdict, residual_fn) = best
+    residuals = residual_fn(opt.as_vector(), opt.copy())[0]
+    _, half = sid.calculate_intervals(residuals, result.jac)
+    fitted = {n: float(opt[n].value[0]) for n in params}
+    physics = replace(Physics(), **fitted, delay_steps=int(delay))
+    if out_dir is not None:
+        out = Path(out_dir)
+        sid.save_results(str(out / "sysid"), problem.sequences, pdict, opt, result, residual_fn)
+        if report:
+            rb = sid.default_report(problem.sequences, pdict, opt, residual_fn, result, title=f"robotrl twin: {task}",
+                                    save_path=str(out / "sysid"), build_model=problem.build_model,
+                                    generate_videos=False)
+            rb.build(str(out / "sysid" / "report.html")) if hasattr(rb, "build") else rb.save(
+                str(out / "sysid" / "report.html"))
+    return CalibrationResult(physics=physics, intervals=dict(zip(params, np.asarray(half, float).tolist(),
+                                                                 strict=True)),
+                             cost_by_delay=costs, initial_cost=initial_cost, params=list(params))
+
+
+__all__ = ["CalibrationResult", "asdict", "calibrate", "sysid"]

@@ -1,0 +1,135 @@
+"""Physics parameter sets: the perturbation a "real" robot has, and what calibration fits.
+
+A ``Physics`` is a handful of multipliers on the nominal model (plus an additive friction
+loss and an integer control delay). The same object
+
+* perturbs a MuJoCo sim robot (``robotrl-sim-robot physics:=<yaml>``, ``record_episode``),
+* sets the candidate physics of twin worlds (``apply_physics`` on a BatchSim, per world),
+* compiles into a standalone ``MjModel`` for ``mujoco.sysid`` (``model_with``),
+* and is what ``robotrl twin calibrate`` writes (``save_physics``; YAML, ``physics:`` key).
+
+Fields (multipliers unless noted):
+    body_mass: every body's mass (and inertia, so the density scales).
+    dof_damping: every DoF's passive damping.
+    dof_armature: every DoF's armature.
+    dof_frictionloss: added to every hinge/slide DoF's friction loss (N m; nominal is usually 0).
+    geom_friction: every geom's sliding friction.
+    actuator_gain: ``gainprm[0]`` (motor gain, or position kp together with ``biasprm[1]``).
+    actuator_bias: ``biasprm[2]`` (the velocity feedback kv of position actuators).
+    delay_steps: control steps between a command and the physics seeing it (integer).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import yaml
+
+if TYPE_CHECKING:
+    import mujoco
+
+    from robotrl.sim.backend import BatchSim
+
+SCALE_FIELDS = ("body_mass", "dof_damping", "dof_armature", "geom_friction", "actuator_gain", "actuator_bias")
+
+
+@dataclass
+class Physics:
+    """A physics parameter set (module docstring)."""
+
+    body_mass: float = 1.0
+    dof_damping: float = 1.0
+    dof_armature: float = 1.0
+    dof_frictionloss: float = 0.0
+    geom_friction: float = 1.0
+    actuator_gain: float = 1.0
+    actuator_bias: float = 1.0
+    delay_steps: int = 0
+
+    def is_nominal(self) -> bool:
+        """True when nothing is perturbed."""
+        return self == Physics()
+
+
+def load_physics(path: str | Path) -> Physics:
+    """Read a physics YAML (top-level keys, or under ``physics:``); unknown keys are errors.
+
+    Raises:
+        ValueError: unknown keys (valid ones listed) or a non-positive multiplier.
+
+    """
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    data = data.get("physics", data)
+    valid = [f.name for f in fields(Physics)]
+    unknown = sorted(set(data) - set(valid))
+    if unknown:
+        raise ValueError(f"{path}: unknown physics key(s) {unknown}; valid: {valid}.")
+    physics = Physics(**{k: (int(v) if k == "delay_steps" else float(v)) for k, v in data.items()})
+    bad = [k for k in SCALE_FIELDS if getattr(physics, k) <= 0]
+    if bad or physics.delay_steps < 0:
+        raise ValueError(f"{path}: multipliers must be > 0 and delay_steps >= 0; bad: {bad or ['delay_steps']}.")
+    return physics
+
+
+def save_physics(physics: Physics, path: str | Path, extra: dict | None = None) -> Path:
+    """Write ``physics`` as YAML (``physics:`` plus optional ``extra`` sections such as intervals)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {"physics": asdict(physics), **(extra or {})}
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+def _field_values(model: mujoco.MjModel, physics: Physics) -> dict[str, np.ndarray]:
+    """Model field name -> perturbed values (full arrays, from the nominal ``model``)."""
+    import mujoco
+
+    hinge = np.isin(model.jnt_type[model.dof_jntid], [int(mujoco.mjtJoint.mjJNT_HINGE),
+                                                      int(mujoco.mjtJoint.mjJNT_SLIDE)])
+    gain, bias = model.actuator_gainprm.copy(), model.actuator_biasprm.copy()
+    gain[:, 0] *= physics.actuator_gain
+    bias[:, 1] *= physics.actuator_gain
+    bias[:, 2] *= physics.actuator_bias
+    friction = model.geom_friction.copy()
+    friction[:, 0] *= physics.geom_friction
+    return {
+        "body_mass": model.body_mass * physics.body_mass,
+        "body_inertia": model.body_inertia * physics.body_mass,
+        "dof_damping": model.dof_damping * physics.dof_damping,
+        "dof_armature": model.dof_armature * physics.dof_armature,
+        "dof_frictionloss": model.dof_frictionloss + physics.dof_frictionloss * hinge,
+        "geom_friction": friction,
+        "actuator_gainprm": gain,
+        "actuator_biasprm": bias,
+    }
+
+
+def model_with(model: mujoco.MjModel, physics: Physics) -> mujoco.MjModel:
+    """A copy of the nominal ``model`` with ``physics`` applied (the delay is not a model field)."""
+    import mujoco
+
+    out = copy.copy(model)
+    for name, values in _field_values(model, physics).items():
+        getattr(out, name)[:] = values
+    mujoco.mj_setConst(out, mujoco.MjData(out))
+    return out
+
+
+def apply_physics(sim: BatchSim, ids: list[int], physics: list[Physics], nominal: mujoco.MjModel | None = None
+                  ) -> None:
+    """Give worlds ``ids`` their physics (``physics[i]`` for ``ids[i]``), relative to ``nominal``.
+
+    ``nominal`` defaults to ``sim.model`` (the compiled, unperturbed model).
+    """
+    import torch
+
+    base = nominal if nominal is not None else sim.model
+    per_world = [_field_values(base, p) for p in physics]
+    idx = torch.as_tensor(ids, dtype=torch.long)
+    for name in per_world[0]:
+        values = torch.as_tensor(np.stack([w[name] for w in per_world]))
+        sim.set_model_field(name, idx, values)

@@ -1,0 +1,246 @@
+"""Twin replay in BatchSim: open loop, teacher forced and closed loop, many worlds at once.
+
+``Twin(task, episodes, candidates)`` builds one batch of ``E * C`` worlds: every recorded
+episode under every candidate ``Physics`` (world ``e * C + c``). Worlds start from the
+recorded initial state: joint q/dq by name, and for a floating base the odometry pose and
+body-frame twist. Degrees of freedom a robot does not report (objects in the scene) keep
+the twin task's own reset state (its seed).
+
+* ``open_loop()``: the recorded commands, from the recorded initial state.
+* ``teacher_forced(k)``: the same, but every ``k`` steps each world is reset to the recorded
+  state, which separates one-step model error from accumulated drift.
+* ``closed_loop(policy)``: the (exported) policy acts on the twin's own observations from the
+  recorded initial state; the task's velocity command follows the recorded ``cmd_vel``.
+
+Commands are actuator inputs (what the robot applied, in the profile's joint order) written
+to ``ctrl`` of the actuator of each joint, held for ``frame_skip`` physics steps; a
+candidate's ``delay_steps`` shifts them (holding the first command until it has passed).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from robotrl.twin.episode import Episode
+from robotrl.twin.physics import Physics, apply_physics
+from robotrl.twin.record import actuator_ids, make_task_env
+
+log = logging.getLogger(__name__)
+
+# closed-loop policy: observations (N, P) float32 numpy -> actions (N, A) in [-1, 1]
+PolicyFn = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass
+class Rollout:
+    """Twin trajectories of every world, ``W = E * C`` worlds, ``T`` states (padded to the longest episode).
+
+    Attributes:
+        q, dq, tau: ``(W, T, J)`` joint positions, velocities, applied actuator inputs.
+        base_pos: ``(W, T, 3)`` or None.
+        length: ``(W,)`` valid states per world (its episode's length).
+        success: ``(W,)`` bool task success at the end (closed loop only, else None).
+        episode: ``(W,)`` episode index of each world; ``candidate``: ``(W,)`` candidate index.
+
+    """
+
+    q: np.ndarray
+    dq: np.ndarray
+    tau: np.ndarray
+    base_pos: np.ndarray | None
+    length: np.ndarray
+    episode: np.ndarray
+    candidate: np.ndarray
+    success: np.ndarray | None = None
+
+
+def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate ``v`` ``(3,)`` by the unit quaternion ``q`` (w, x, y, z)."""
+    w, u = q[0], q[1:]
+    return v + 2.0 * np.cross(u, np.cross(u, v) + w * v)
+
+
+class Twin:
+    """Replays ``episodes`` under each of ``candidates`` as parallel worlds of one BatchSim.
+
+    Args:
+        task: task name (the twin's model and, for closed loop, observations).
+        episodes: recorded episodes (same robot).
+        candidates: physics sets to replay under (default: nominal only).
+        overrides: task config fields (e.g. from the policy's spec).
+        seed: twin task seed (reset state of unobserved DoFs).
+        nthread: BatchSim threads (0: all cores).
+
+    """
+
+    def __init__(self, task: str, episodes: list[Episode], candidates: list[Physics] | None = None,
+                 overrides: dict[str, Any] | None = None, seed: int = 0, nthread: int = 0) -> None:
+        import mujoco
+
+        if not episodes:
+            raise ValueError("Twin needs at least one episode.")
+        names = episodes[0].joint_names
+        if any(e.joint_names != names for e in episodes):
+            raise ValueError("all episodes of one Twin must come from the same robot (same joint names).")
+        self.episodes, self.candidates = episodes, candidates or [Physics()]
+        self.E, self.C = len(episodes), len(self.candidates)
+        self.W = self.E * self.C
+        self.env = make_task_env(task, overrides, num_envs=self.W, seed=seed, nthread=nthread)
+        self.sim, self.task = self.env.sim, self.env.task
+        model = self.sim.model
+        jid = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in names]
+        missing = [n for n, j in zip(names, jid, strict=True) if j < 0]
+        if missing:
+            raise KeyError(f"the {task} twin model has no joints {missing} (the episode's robot profile names them).")
+        self.qadr = np.asarray([model.jnt_qposadr[j] for j in jid])
+        self.vadr = np.asarray([model.jnt_dofadr[j] for j in jid])
+        self.act = actuator_ids(model, names)
+        self.floating = int(model.jnt_type[0]) == int(mujoco.mjtJoint.mjJNT_FREE)
+        self.episode_of = np.repeat(np.arange(self.E), self.C)
+        self.candidate_of = np.tile(np.arange(self.C), self.E)
+        self.T = max(e.num_steps for e in episodes)
+        self.length = np.asarray([episodes[e].num_steps for e in self.episode_of])
+        self._qpos0 = self.sim.bind("qpos").clone()
+        self._qvel0 = self.sim.bind("qvel").clone()
+        if any(not p.is_nominal() for p in self.candidates):
+            apply_physics(self.sim, list(range(self.W)), [self.candidates[c] for c in self.candidate_of], model)
+        self.dt = float(self.env.step_dt)
+        rec_dt = episodes[0].dt
+        if rec_dt and abs(rec_dt - self.dt) > 1e-6:
+            log.warning("episodes were recorded at %.4f s per step; the twin steps %.4f s", rec_dt, self.dt)
+
+    # --- state -------------------------------------------------------------------------
+    def recorded_state(self, worlds: np.ndarray, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Full ``(qpos (w, nq), qvel (w, nv))`` of worlds at recorded state ``k`` (clamped to each episode)."""
+        qpos = self._qpos0[torch.as_tensor(worlds)].clone().numpy()
+        qvel = self._qvel0[torch.as_tensor(worlds)].clone().numpy()
+        for i, w in enumerate(worlds):
+            ep = self.episodes[self.episode_of[w]]
+            kk = min(k, ep.num_steps - 1)
+            qpos[i, self.qadr], qvel[i, self.vadr] = ep.q[kk], ep.dq[kk]
+            if self.floating and ep.floating:
+                quat = ep.base_quat[kk] / np.linalg.norm(ep.base_quat[kk])
+                qpos[i, 0:3], qpos[i, 3:7] = ep.base_pos[kk], quat
+                qvel[i, 0:3] = _rotate(quat, ep.base_lin_vel[kk])
+                qvel[i, 3:6] = ep.base_ang_vel[kk]
+        return torch.from_numpy(qpos), torch.from_numpy(qvel)
+
+    def _reset_to(self, worlds: np.ndarray, k: int) -> None:
+        qpos, qvel = self.recorded_state(worlds, k)
+        self.sim.reset(torch.as_tensor(worlds, dtype=torch.long), qpos, qvel)
+
+    def _commands(self) -> np.ndarray:
+        """``(W, T - 1, J)`` command per world and step, delayed per candidate, padded with the last one."""
+        out = np.zeros((self.W, self.T - 1, len(self.act)))
+        for w in range(self.W):
+            cmd = self.episodes[self.episode_of[w]].command
+            d = self.candidates[self.candidate_of[w]].delay_steps
+            idx = np.clip(np.arange(self.T - 1) - d, 0, len(cmd) - 1)
+            out[w] = cmd[idx]
+        return out
+
+    def _record(self, out: dict[str, np.ndarray], k: int) -> None:
+        qpos, qvel, ctrl = self.sim.bind("qpos").numpy(), self.sim.bind("qvel").numpy(), self.sim.bind("ctrl").numpy()
+        out["q"][:, k], out["dq"][:, k], out["tau"][:, k] = qpos[:, self.qadr], qvel[:, self.vadr], ctrl[:, self.act]
+        if out.get("base_pos") is not None:
+            out["base_pos"][:, k] = qpos[:, 0:3]
+
+    def _buffers(self) -> dict[str, Any]:
+        J = len(self.act)
+        return {"q": np.zeros((self.W, self.T, J)), "dq": np.zeros((self.W, self.T, J)),
+                "tau": np.zeros((self.W, self.T, J)),
+                "base_pos": np.zeros((self.W, self.T, 3)) if self.floating else None}
+
+    def _rollout(self, out: dict[str, Any], success: np.ndarray | None = None) -> Rollout:
+        return Rollout(q=out["q"], dq=out["dq"], tau=out["tau"], base_pos=out["base_pos"], length=self.length.copy(),
+                       episode=self.episode_of.copy(), candidate=self.candidate_of.copy(), success=success)
+
+    # --- modes ---------------------------------------------------------------------------
+    def open_loop(self) -> Rollout:
+        """The recorded commands from the recorded initial state."""
+        return self.teacher_forced(0)
+
+    def teacher_forced(self, every: int) -> Rollout:
+        """Open loop, reset to the recorded state every ``every`` steps (0: never, i.e. open loop)."""
+        worlds = np.arange(self.W)
+        self._reset_to(worlds, 0)
+        cmds = self._commands()
+        ctrl = self.sim.bind("ctrl")
+        out = self._buffers()
+        self._record(out, 0)
+        with torch.no_grad():
+            for k in range(self.T - 1):
+                if every and k and k % every == 0:
+                    self._reset_to(worlds, k)
+                ctrl[:, self.act] = torch.from_numpy(cmds[:, k])
+                self.sim.step(self.env.cfg.frame_skip)
+                self._record(out, k + 1)
+        return self._rollout(out)
+
+    def closed_loop(self, policy: PolicyFn) -> Rollout:
+        """The policy acts on the twin's observations from the recorded initial state (module docstring)."""
+        worlds = np.arange(self.W)
+        ids = torch.as_tensor(worlds)
+        self._task_reset_to_recorded(ids)
+        task, ctrl = self.task, self.sim.bind("ctrl")
+        cmd_vel = [self.episodes[e].cmd_vel for e in self.episode_of]
+        has_cmd = hasattr(task, "command") and all(c is not None for c in cmd_vel)
+        delays = np.asarray([self.candidates[c].delay_steps for c in self.candidate_of])
+        history: list[torch.Tensor] = []
+        out = self._buffers()
+        alive = np.ones(self.W, dtype=bool)
+        success = np.zeros(self.W, dtype=bool)
+        length = np.full(self.W, self.T)
+
+        def set_command(k: int) -> None:
+            if has_cmd:
+                task.command[ids] = torch.as_tensor(np.stack([c[min(k, len(c) - 1)] for c in cmd_vel]),
+                                                    dtype=task.command.dtype)
+
+        set_command(0)
+        self._record(out, 0)
+        with torch.no_grad():
+            for k in range(self.T - 1):
+                obs = task.observe()["policy"].numpy().astype(np.float32)
+                action = torch.as_tensor(np.asarray(policy(obs), dtype=np.float32)).clamp(-1.0, 1.0)
+                task.apply_action(action)
+                history.append(ctrl[:, self.act].clone())
+                idx = np.clip(len(history) - 1 - delays, 0, None)
+                ctrl[:, self.act] = torch.stack([history[i][w] for w, i in enumerate(idx)])
+                self.sim.step(self.env.cfg.frame_skip)
+                task.update(self.env.gen)
+                set_command(k + 1)
+                self._record(out, k + 1)
+                success |= alive & task.success().numpy()
+                ended = alive & task.terminated().numpy()
+                length[ended] = k + 2
+                alive &= ~ended
+                if not alive.any():
+                    break
+        roll = self._rollout(out, success)
+        roll.length = np.minimum(length, self.length)
+        return roll
+
+    def _task_reset_to_recorded(self, ids: torch.Tensor) -> None:
+        """Run the task's own ``reset`` (task buffers, cached signals) with the sim put at the recorded state.
+
+        The task's call to ``sim.reset`` is answered with the recorded ``qpos``/``qvel`` of
+        each world, so whatever the task derives from the state at reset sees the real one.
+        """
+        qpos, qvel = self.recorded_state(ids.numpy(), 0)
+        original = self.sim.reset
+
+        def recorded_reset(rid: torch.Tensor, _qpos: Any = None, _qvel: Any = None) -> None:
+            original(rid, qpos[rid], qvel[rid])
+
+        self.sim.reset = recorded_reset  # type: ignore[method-assign]
+        try:
+            self.task.reset(ids, self.env.gen)
+        finally:
+            del self.sim.reset
