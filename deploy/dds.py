@@ -5,21 +5,24 @@ of ``robotrl.deploy.msgs`` (XCDR1, final, keyless); the domain is ``ROS_DOMAIN_I
 Endpoint USER_DATA carries ``typehash=RIHS01_<hex>;`` as Jazzy publishes it, when
 ``rosbags`` can compute the hash.
 
-``localhost_only=True`` confines discovery and data to the loopback interface with
-unicast peers (no multicast), like ``ROS_LOCALHOST_ONLY=1``/``ROS_AUTOMATIC_DISCOVERY_RANGE
-=LOCALHOST``. It works by setting ``CYCLONEDDS_URI`` before the first participant of the
-process is created, so it is a per-process choice.
+Every transport appends robotrl's Cyclone settings to the process's ``CYCLONEDDS_URI``
+(``robotrl.deploy.interop``): ``IgnoreTypeInformation``, without which no message with a
+sequence or an array flows to or from Fast DDS 3 (the default RMW of stock ROS 2), and with
+``localhost_only=True`` the loopback interface with unicast peers (no multicast), like
+``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``. A user's own URI is kept (merged, never
+replaced). Cyclone reads the variable when the process creates its first participant on a
+domain, so the choice is per process.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import deque
 from typing import Any
 
+from robotrl.deploy.interop import apply_cyclone_settings, cyclone_settings
 from robotrl.deploy.transport import COMMAND_QOS, SENSOR_QOS, Publisher, Qos, Subscription, Transport
 
 try:
@@ -36,12 +39,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 log = logging.getLogger(__name__)
 
-LOCALHOST_CONFIG = (
-    "<CycloneDDS><Domain id=\"any\"><General><Interfaces><NetworkInterface address=\"127.0.0.1\"/>"
-    "</Interfaces><AllowMulticast>false</AllowMulticast></General><Discovery>"
-    "<ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>120</MaxAutoParticipantIndex>"
-    "<Peers><Peer address=\"127.0.0.1\"/></Peers></Discovery></Domain></CycloneDDS>"
-)
+# robotrl's loopback + type-compatibility fragment (robotrl.deploy.interop); tests pin it
+LOCALHOST_CONFIG = cyclone_settings(True)
 
 _TYPEHASH_CACHE: dict[str, bytes] = {}
 
@@ -124,11 +123,7 @@ class CycloneTransport(Transport):
     name = "cyclonedds"
 
     def __init__(self, domain_id: int = 0, localhost_only: bool = False) -> None:
-        if localhost_only:
-            current = os.environ.get("CYCLONEDDS_URI")
-            if current and current != LOCALHOST_CONFIG:
-                log.warning("localhost_only overrides CYCLONEDDS_URI=%s for this process", current)
-            os.environ["CYCLONEDDS_URI"] = LOCALHOST_CONFIG
+        apply_cyclone_settings(localhost_only)  # merged into the user's CYCLONEDDS_URI, never replacing it
         self.domain_id = domain_id
         self.participant = DomainParticipant(domain_id)
         self._topics: dict[str, Topic] = {}

@@ -1,16 +1,28 @@
-"""Deploy test fixtures. Every DDS participant in these tests stays on loopback.
+"""Deploy test fixtures. Every DDS participant in these tests stays on loopback, on private domains.
 
-``CYCLONEDDS_URI`` is pinned to the loopback-only, no-multicast config before any
-participant exists, so in-process transports and every child process (which inherit the
-environment) confine discovery and data to 127.0.0.1, whatever a test passes.
+Before any participant exists:
+
+* ``CYCLONEDDS_URI`` is pinned to robotrl's loopback-only, no-multicast config (with the
+  Fast DDS type-information compatibility setting), so in-process transports and every child
+  process (which inherit the environment) confine Cyclone to 127.0.0.1;
+* ``FASTDDS_DEFAULT_PROFILES_FILE`` points at robotrl's Fast DDS loopback profile (UDPv4 on
+  127.0.0.1 only, builtin transports off) and ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``, for
+  rclpy (``robotrl[ros2]``, Fast DDS) in process and in children;
+* ``ROS_PYTHON_CHECK_FIELDS=1`` makes rclpy assert on any field of the wrong type.
 """
 
 import os
+import tempfile
 
 import pytest
 from robotrl.deploy.dds import LOCALHOST_CONFIG
+from robotrl.deploy.interop import write_fastdds_loopback_profile
 
 os.environ["CYCLONEDDS_URI"] = LOCALHOST_CONFIG
+os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(write_fastdds_loopback_profile(
+    os.path.join(tempfile.gettempdir(), f"robotrl_fastdds_loopback_{os.getpid()}.xml")))
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ["ROS_PYTHON_CHECK_FIELDS"] = "1"
 
 from tests.deploy.helpers import make_humanoid_checkpoint  # noqa: E402 - after the URI pin
 
