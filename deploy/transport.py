@@ -2,13 +2,14 @@
 
 Two implementations sit behind it: ``CycloneTransport`` (``robotrl.deploy.dds``, plain
 Cyclone DDS speaking the ROS 2 wire conventions, no ROS install needed) and
-``RclpyTransport`` (``robotrl.deploy.ros2``, for machines with ROS 2). ``make_transport``
+``RclpyTransport`` (``robotrl.deploy.ros2``: ``pip install 'robotrl[ros2]'`` or a sourced ROS 2). ``make_transport``
 picks rclpy when ``import rclpy`` works, unless told otherwise.
 
 Messages are the structs of ``robotrl.deploy.msgs`` on both transports. Topic names are
 ROS names (``/joint_states``); the DDS transport adds the ``rt`` prefix itself.
-Subscriptions are polled (``take``) by the node's control loop, never called back on
-another thread, so the loop sees inputs in one place at one instant.
+Subscriptions are polled (``take``) by the node's control loop: the middleware's own thread
+(Cyclone's wait set, rclpy's executor) stamps arrivals and queues them, so the loop never
+blocks on the middleware and sees inputs in one place at one instant.
 """
 
 from __future__ import annotations
@@ -96,13 +97,16 @@ class Transport(abc.ABC):
 
 
 def rclpy_available() -> bool:
-    """True when ``import rclpy`` would work (a sourced ROS 2 install)."""
+    """True when ``import rclpy`` would work (``robotrl[ros2]`` or a sourced ROS 2 install)."""
     return importlib.util.find_spec("rclpy") is not None
 
 
 def make_transport(kind: str = "auto", domain_id: int = 0, localhost_only: bool = False,
-                   node_name: str = "robotrl") -> Transport:
+                   node_name: str = "robotrl", namespace: str = "/", parameters: dict[str, Any] | None = None
+                   ) -> Transport:
     """Build a transport: ``auto`` (rclpy if importable, else Cyclone DDS), ``rclpy`` or ``cyclonedds``.
+
+    ``node_name``, ``namespace`` and ``parameters`` (declared as ROS parameters) apply to rclpy.
 
     Raises:
         ValueError: for an unknown ``kind``.
@@ -114,7 +118,8 @@ def make_transport(kind: str = "auto", domain_id: int = 0, localhost_only: bool 
         from robotrl.deploy.ros2 import RclpyTransport
 
         log.info("transport: rclpy (domain %d)", domain_id)
-        return RclpyTransport(node_name, domain_id=domain_id, localhost_only=localhost_only)
+        return RclpyTransport(node_name, domain_id=domain_id, localhost_only=localhost_only, namespace=namespace,
+                              parameters=parameters)
     from robotrl.deploy.dds import CycloneTransport
 
     log.info("transport: Cyclone DDS (domain %d%s)", domain_id, ", localhost only" if localhost_only else "")
