@@ -36,8 +36,10 @@ DEFAULT_PARAMS = ("body_mass", "dof_damping", "actuator_gain")
 
 def sysid() -> Any:
     """``mujoco.sysid``, or an ImportError naming the extra when it is missing or imports empty."""
+    import importlib
+
     try:
-        import mujoco.sysid as module
+        module = importlib.import_module("mujoco.sysid")
     except ImportError as exc:
         raise ImportError("Calibration needs mujoco.sysid: pip install 'robotrl[twin]' "
                           "(mujoco[sysid]==4.0.0).") from exc

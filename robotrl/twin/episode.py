@@ -357,6 +357,8 @@ def load_episode(path: str | Path, profile: Any = None) -> Episode:
 def load_episodes(root: str | Path, profile: Any = None) -> list[Episode]:
     """Every bag under ``root`` (a bag directory, or a directory of them), sorted by name."""
     root = Path(root)
+    if not root.is_dir():
+        raise BagError(f"{root}: no rosbag2 bags (directories with metadata.yaml) found: not a directory.")
     bags = [root] if (root / "metadata.yaml").is_file() else sorted(p for p in root.iterdir()
                                                                       if (p / "metadata.yaml").is_file())
     if not bags:
