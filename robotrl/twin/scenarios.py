@@ -1,0 +1,114 @@
+"""Scenario parameters and scenario files: the failure regions mining writes and training mixes in.
+
+A task declares its scenario parameters as ``SCENARIO_PARAMS`` (``ScenarioParam``: name,
+range, and the sampling, ``uniform`` or ``choice`` over integers). A scenario file (YAML)
+holds the task name, those declarations and a list of regions: boxes over some of the
+parameters with the failure rate measured there and a readable summary.
+
+With ``task.scenarios=<file> task.scenario_mix=0.5`` a task draws, for that fraction of the
+worlds it resets, a region (weighted by its failure rate) and the region's parameters
+uniformly inside its box; the other parameters keep the task's own draw. This module is a
+leaf (numpy, torch, yaml): tasks import it lazily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+
+
+@dataclass(frozen=True)
+class ScenarioParam:
+    """One scenario parameter: ``name`` in ``[low, high]``; ``kind`` is ``uniform`` or ``choice`` (integers)."""
+
+    name: str
+    low: float
+    high: float
+    kind: str = "uniform"
+    unit: str = ""
+
+
+@dataclass
+class Region:
+    """A box over some parameters (``bounds[name] = [lo, hi]``) with its measured failure rate."""
+
+    bounds: dict[str, list[float]]
+    failure_rate: float
+    samples: int
+    summary: str = ""
+
+
+@dataclass
+class ScenarioFile:
+    """The content of a scenario file (module docstring)."""
+
+    task: str
+    params: list[ScenarioParam]
+    regions: list[Region] = field(default_factory=list)
+
+    def save(self, path: str | Path) -> Path:
+        """Write as YAML."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump({"task": self.task, "params": [asdict(p) for p in self.params],
+                                        "regions": [asdict(r) for r in self.regions]}, sort_keys=False))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> ScenarioFile:
+        """Read a scenario file; regions naming undeclared parameters are errors."""
+        data = yaml.safe_load(Path(path).read_text()) or {}
+        params = [ScenarioParam(**p) for p in data.get("params", [])]
+        names = {p.name for p in params}
+        regions = [Region(**r) for r in data.get("regions", [])]
+        for r in regions:
+            unknown = sorted(set(r.bounds) - names)
+            if unknown:
+                raise ValueError(f"{path}: a region bounds undeclared parameters {unknown}; declared: {sorted(names)}.")
+        if not regions:
+            raise ValueError(f"{path}: the scenario file has no regions.")
+        return cls(task=data.get("task", ""), params=params, regions=regions)
+
+    def sample(self, k: int, gen: torch.Generator, device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+        """Draw ``k`` scenarios: ``{name: (k,) float32}`` with NaN where a drawn region leaves ``name`` free."""
+        weights = torch.tensor([max(r.failure_rate, 1e-3) for r in self.regions])
+        pick = torch.multinomial(weights, k, replacement=True, generator=gen)
+        kinds = {p.name: p.kind for p in self.params}
+        out = {p.name: torch.full((k,), float("nan")) for p in self.params}
+        u = torch.rand(k, len(self.params), generator=gen)
+        for i, p in enumerate(self.params):
+            for j, region in enumerate(self.regions):
+                if p.name not in region.bounds:
+                    continue
+                rows = pick == j
+                lo, hi = region.bounds[p.name]
+                value = lo + (hi - lo) * u[rows, i]
+                out[p.name][rows] = value.round() if kinds[p.name] == "choice" else value
+        return {n: v.to(device) for n, v in out.items()}
+
+
+def summarize(bounds: dict[str, list[float]], params: list[ScenarioParam]) -> str:
+    """A readable sentence for a box, e.g. ``fails when cmd_vx > 1.2 m/s and friction < 0.7``."""
+    info = {p.name: p for p in params}
+    parts = []
+    for name, (lo, hi) in bounds.items():
+        p = info[name]
+        unit = f" {p.unit}" if p.unit else ""
+        at_low, at_high = np.isclose(lo, p.low), np.isclose(hi, p.high)
+        if at_low and not at_high:
+            parts.append(f"{name} < {hi:.3g}{unit}")
+        elif at_high and not at_low:
+            parts.append(f"{name} > {lo:.3g}{unit}")
+        elif not (at_low and at_high):
+            parts.append(f"{lo:.3g} < {name} < {hi:.3g}{unit}")
+    return "fails when " + (" and ".join(parts) if parts else "anywhere")
+
+
+def as_dict(values: dict[str, Any]) -> dict[str, Any]:
+    """Plain-python copy (for logs and JSON)."""
+    return {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in values.items()}
