@@ -24,7 +24,8 @@ the cause has cleared. The ROS managed-node state is mirrored in ``lifecycle``:
 
 Steps 5 and 6 are re-applied after the blend and to HOLD/DAMP commands, so every command
 sent, in every mode, is within the position limits (position kind), the command range and
-the delta cap of the previous command sent.
+the delta cap of the previous command sent; for position commands the first command after
+the first arming is capped from the pose measured at arming.
 """
 
 from __future__ import annotations
@@ -159,6 +160,10 @@ class SafetyChain:
         start = state.joint_pos if self.kind == "position" else np.zeros(len(self.joints))
         self._blend_from = self._bounds(np.clip(start, self.lo, self.hi) if self.kind == "position" else start)
         self._t_arm = now
+        if self.last_command is None and self.kind == "position":
+            # nothing sent yet: the first command's delta cap starts from the measured pose, so with
+            # soft_start_s: 0 the first command cannot jump to the policy's output
+            self.last_command = self._blend_from.copy()
         self._set_mode(Mode.SOFT_START if self.cfg.soft_start_s > 0 else Mode.POLICY)
         return True
 

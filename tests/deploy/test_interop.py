@@ -71,7 +71,8 @@ def test_users_cyclone_settings_stay_in_force_beside_ours(tmp_path, localhost_on
     user = (f"<CycloneDDS><Domain id=\"any\"><Tracing><Verbosity>config</Verbosity><OutputFile>{trace}"
             f"</OutputFile></Tracing></Domain></CycloneDDS>,{USER_LOOPBACK}")
     out = subprocess.run([sys.executable, "-c", TRACE_CHILD, str(free_domain()), "1" if localhost_only else "0"],
-                         capture_output=True, text=True, timeout=60, cwd=REPO, env={**os.environ, "CYCLONEDDS_URI": user})
+                         capture_output=True, text=True, timeout=60, cwd=REPO,
+                         env={**os.environ, "CYCLONEDDS_URI": user})
     assert out.returncode == 0, out.stderr
     # the user's URI already names 127.0.0.1: ours adds no second interface (Cyclone would refuse it)
     assert out.stdout.strip() == user + "," + cyclone_settings(localhost_only, interface=False, peer=False)
@@ -105,7 +106,8 @@ SEQUENCE_TYPES = [
     ("/odom", msgs.Odometry(child_frame_id="base", pose=msgs.PoseWithCovariance(
         pose=msgs.Pose(msgs.Point(1.0, 2.0, 3.0)), covariance=[float(i) for i in range(36)]))),
     ("/cmds", msgs.Float64MultiArray(data=[1.0, 2.0, 3.0])),
-    ("/status", msgs.DiagnosticArray(status=[msgs.DiagnosticStatus(level=2, name="n", values=[msgs.KeyValue("k", "v")])])),
+    ("/status", msgs.DiagnosticArray(status=[msgs.DiagnosticStatus(level=2, name="n",
+                                                                   values=[msgs.KeyValue("k", "v")])])),
     ("/traj", msgs.JointTrajectory(joint_names=["a"], points=[msgs.JointTrajectoryPoint(
         positions=[0.25], time_from_start=msgs.Duration(0, 20_000_000))])),
 ]

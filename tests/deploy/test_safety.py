@@ -60,6 +60,17 @@ def test_passive_sends_nothing_and_arm_starts_policy():
     assert out.mode == Mode.POLICY and out.command is not None
 
 
+def test_first_command_without_soft_start_is_delta_capped_from_the_measured_pose():
+    kind = "position"
+    chain, state = make(kind, soft_start=0.0)
+    pose = np.linspace(-0.3, 0.3, J)
+    feed(state, 0.0, pos=pose)
+    assert chain.arm(state, 0.0, FRESH) and chain.mode == Mode.POLICY
+    out = chain.step(state, 0.01, ["joint_states"], True, lambda o: np.ones(J))  # policy asks for the far limit
+    assert np.all(np.abs(out.command - pose) <= chain.delta_cap + 1e-12)
+    assert np.any(np.abs(out.command - pose) > 0.5 * chain.delta_cap)  # it moved, as far as the cap allows
+
+
 def test_stale_input_holds_after_three_periods_and_latches():
     chain, state = make()
     feed(state, 0.0)
