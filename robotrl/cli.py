@@ -5,6 +5,7 @@ robotrl train task=humanoid --cfg job       # print the composed config
 robotrl eval checkpoint=runs/humanoid/...   # metrics JSON, MP4 and learning-curve PNG
 robotrl export checkpoint=...               # ONNX + JSON spec for robotrl-deploy
 robotrl tools preview                       # contact sheet of procedural tools
+robotrl batch eval checkpoint=... workers=2  # one job over many scenarios, in-process or on Ray
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ USAGE = __doc__ or ""
 _PLAIN: dict[str, str] = {
     "export": "robotrl.export.cli:main",
     "collect": "robotrl.data.collect:main",
+    "batch": "robotrl.cluster.cli:main",
 }
 
 
@@ -112,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     cmd, rest = argv[0], argv[1:]
     if cmd == "train":
+        if "+launcher=ray" in rest and not any(a.startswith("hydra.launcher.ray.init.address=") for a in rest):
+            from robotrl.cluster.batch import ray_loopback_only
+
+            ray_loopback_only()  # the preset's local Ray instance: 127.0.0.1 for every address
         return _hydra_app(_train, "train", rest)
     if cmd == "eval":
         return _hydra_app(_eval, "eval", [_eval_task_override(a) for a in rest])
