@@ -11,11 +11,16 @@ a failed simulation (reward 0, ``terminated``), counted per name and per world i
 ``info["nan_reward"]`` / ``info["nan_obs"]``, and once a name's count passes
 ``task.nan_max_count`` world-steps *and* ``task.nan_max_fraction`` of all world-steps the env
 raises ``FloatingPointError`` naming it: a task bug stops the run instead of training on zeros.
+
+``env.pre_reset_hooks``: callables ``hook(env, info)`` run every step after physics and the
+reward, before the autoreset, so they see the end-of-step state of every world, including those
+about to be reset (``robotrl.rewards.env`` renders the frames it scores here). They may add keys to ``info``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -57,6 +62,7 @@ class TaskEnv(VecEnv):
         self._delay = torch.zeros(n, dtype=torch.long, device=dev)
         self._arange = torch.arange(n, device=dev)
         self._obs: Obs = {}
+        self.pre_reset_hooks: list[Callable[[TaskEnv, dict[str, Any]], None]] = []
         self.obs_dims = {k: int(v.shape[1]) for k, v in self.reset().items() if v.ndim == 2}
 
     # ------------------------------------------------------------------------------
@@ -100,6 +106,8 @@ class TaskEnv(VecEnv):
         done = terminated | truncated
         info["reward_terms"] = dict(zip(self._term_names, scaled.unbind(0), strict=True))
         info["final_obs"] = obs
+        for hook in self.pre_reset_hooks:
+            hook(self, info)
         done_ids = done.nonzero().squeeze(1)
         if done_ids.numel():
             info["episode"] = self._finish_episodes(done_ids)
