@@ -55,6 +55,8 @@ class TaskConfig:
         nan_max_count: non-finite reward terms or observations tolerated (counted per name,
             in world-steps) before the env stops the run; each such world is reset meanwhile.
         nan_max_fraction: ... and only once they also exceed this fraction of world-steps.
+        scenarios: a scenario file (``robotrl twin mine``) whose regions this task's resets draw from.
+        scenario_mix: fraction of resets drawn from ``scenarios`` (0: none).
 
     """
 
@@ -68,6 +70,8 @@ class TaskConfig:
     split: str = "train"
     nan_max_count: int = 100
     nan_max_fraction: float = 0.001
+    scenarios: str = ""
+    scenario_mix: float = 0.0
 
 
 class Task(abc.ABC):
@@ -128,6 +132,26 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Reset worlds ``ids`` ``(k,)``: initial state (via ``sim.reset``) and task state."""
+
+    def scenario_draws(self, ids: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Worlds of ``ids`` that draw from ``cfg.scenarios`` (a ``cfg.scenario_mix`` fraction) and their draws.
+
+        Returns ``(chosen (k,), {name: (k,) float32})``; NaN means "keep the task's own draw".
+        A task with ``scenario_params`` calls this at the end of ``reset`` and applies the values.
+        """
+        if not self.cfg.scenarios or self.cfg.scenario_mix <= 0:
+            return ids[:0], {}
+        if getattr(self, "_scenario_file", None) is None:
+            from robotrl.twin.scenarios import ScenarioFile
+
+            self._scenario_file = ScenarioFile.load(self.cfg.scenarios)
+            declared = {p.name for p in getattr(self, "scenario_params", [])}
+            unknown = sorted({n for r in self._scenario_file.regions for n in r.bounds} - declared)
+            if unknown:
+                raise ValueError(f"{self.cfg.scenarios}: parameters {unknown} are not scenario parameters of task "
+                                 f"{self.name!r} ({sorted(declared)}).")
+        chosen = ids[torch.rand(ids.numel(), generator=gen, device=ids.device) < self.cfg.scenario_mix]
+        return chosen, self._scenario_file.sample(chosen.numel(), gen, self.device)
 
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:  # noqa: B027 - optional hook
         """Per-world domain randomization of worlds ``ids`` ``(k,)`` (model fields, gains)."""

@@ -8,6 +8,8 @@ Reward terms (named, scaled by ``reward_scales``):
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import mujoco
 import torch
 from robotrl.tasks.base import Task
@@ -15,6 +17,7 @@ from robotrl.tasks.humanoid import constants as C
 from robotrl.tasks.humanoid.config import HumanoidConfig
 
 from robotrl.rotations import quat_rotate_inverse_wxyz, sample_range, uniform
+from robotrl.twin.scenarios import ScenarioParam
 
 
 class HumanoidTask(Task):
@@ -24,6 +27,11 @@ class HumanoidTask(Task):
     config_class = HumanoidConfig
     eval_camera = "track"
     cfg: HumanoidConfig
+    # Scenario parameters (robotrl.twin mining and task.scenarios): the first command, friction and mass scales.
+    scenario_params: ClassVar[list[ScenarioParam]] = [
+        ScenarioParam("cmd_vx", 0.0, 1.5, unit="m/s"), ScenarioParam("cmd_yaw", -0.5, 0.5, unit="rad/s"),
+        ScenarioParam("friction", 0.4, 1.4), ScenarioParam("mass", 0.7, 1.3),
+    ]
 
     def build_model(self) -> mujoco.MjModel:
         """Gymnasium's humanoid with Newton solver and implicit-fast integration (both backends)."""
@@ -106,7 +114,32 @@ class HumanoidTask(Task):
         self.prev_action[ids] = 0.0
         self._fwd_sum[ids] = 0.0
         self._resample(ids, gen)
+        self._apply_scenarios(ids, gen)
         self._state = self._base_state()
+
+    def _apply_scenarios(self, ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Worlds drawn from ``cfg.scenarios`` get the drawn command, friction and mass scales."""
+        chosen, draws = self.scenario_draws(ids, gen)
+        if not chosen.numel():
+            return
+        self.apply_scenario(chosen, draws)
+
+    def apply_scenario(self, ids: torch.Tensor, values: dict[str, torch.Tensor]) -> None:
+        """Set scenario parameters ``{name: (k,)}`` of worlds ``ids`` (NaN entries keep the current value)."""
+        def pick(name: str, current: torch.Tensor) -> torch.Tensor:
+            v = values.get(name)
+            return current if v is None else torch.where(torch.isnan(v), current, v.to(current.dtype))
+
+        self.command[ids, 0] = pick("cmd_vx", self.command[ids, 0])
+        self.command[ids, 1] = pick("cmd_yaw", self.command[ids, 1])
+        if "friction" in values or "mass" in values:
+            self.friction_scale[ids] = pick("friction", self.friction_scale[ids])
+            self.mass_scale[ids] = pick("mass", self.mass_scale[ids])
+            friction = self._base_friction.expand(ids.numel(), -1, -1).clone()
+            friction[..., 0] *= self.friction_scale[ids, None].to(friction.dtype)
+            self.sim.set_model_field("geom_friction", ids, friction)
+            mass = self._base_mass * self.mass_scale[ids, None].to(self._base_mass.dtype)
+            self.sim.set_model_field("body_mass", ids, mass)
 
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Friction, link masses and motor strength per world."""
