@@ -416,3 +416,13 @@ def action_level_gae(
 
     """
     return compute_gae(rewards, values, dones, last_values, gamma, lam)
+
+
+def scale_by_return_std(reward: torch.Tensor, return_var: torch.Tensor, eps: float = 1e-8,
+                        clip: float = 10.0) -> torch.Tensor:
+    """Rewards ``[B]`` divided by the std of the discounted return, clipped to ``[-clip, clip]``.
+
+    ``return_var`` is the running variance (a scalar tensor) of every world's discounted return
+    ``G_t = gamma * G_{t-1} + r_t`` (reset at episode ends), as in SB3's ``VecNormalize``.
+    """
+    return (reward / torch.sqrt(return_var + eps)).clamp(-clip, clip)

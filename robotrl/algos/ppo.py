@@ -15,6 +15,7 @@ import torch
 from robotrl.algos import functional as F
 from robotrl.algos.base import Algorithm
 from robotrl.policies.mlp import ActorCritic
+from robotrl.policies.normalizer import RunningNorm
 from robotrl.storage.checkpoint import optimizer_tensors, prefixed, restore_optimizer, strip
 from robotrl.storage.rollout import RolloutStorage
 
@@ -41,6 +42,9 @@ class PPOConfig:
         desired_kl: KL target of the adaptive schedule.
         max_grad_norm: global gradient-norm clip.
         normalize_advantages: per mini-batch advantage normalization.
+        normalize_rewards: divide rewards by the running std of each world's discounted return
+            (what SB3's ``VecNormalize`` does), so that values and returns are O(1) whatever the
+            task's reward scale; the absolute ``value_clip`` assumes that.
 
     """
 
@@ -59,6 +63,7 @@ class PPOConfig:
     desired_kl: float = 0.01
     max_grad_norm: float = 1.0
     normalize_advantages: bool = True
+    normalize_rewards: bool = False
 
 
 class PPO(Algorithm):
@@ -78,6 +83,8 @@ class PPO(Algorithm):
             cfg.num_steps, num_envs, policy.obs_dim, policy.critic_dim, policy.action_dim, device
         )
         self._pending: dict[str, torch.Tensor] = {}
+        self.return_norm = RunningNorm(1).to(device)
+        self._discounted_return = torch.zeros(num_envs, device=device)
 
     @staticmethod
     def _critic_obs(obs: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -103,7 +110,12 @@ class PPO(Algorithm):
         truncated: torch.Tensor,
         info: dict[str, Any],
     ) -> None:
-        """Store the transition; value the pre-reset observation of time-outs."""
+        """Store the transition (reward scaled if ``normalize_rewards``); value time-outs' final obs."""
+        if self.cfg.normalize_rewards:
+            self._discounted_return = self._discounted_return * self.cfg.gamma + reward
+            self.return_norm.update(self._discounted_return[:, None])
+            reward = F.scale_by_return_std(reward, self.return_norm.var[0])
+            self._discounted_return[terminated | truncated] = 0.0
         final_values = torch.zeros_like(reward)
         if truncated.any():
             final_values = self.policy.evaluate(self._critic_obs(info["final_obs"]))
@@ -163,9 +175,11 @@ class PPO(Algorithm):
 
     # --- checkpointing -------------------------------------------------------------
     def state_tensors(self) -> dict[str, torch.Tensor]:
-        """Policy weights, normalizers and Adam state."""
+        """Policy weights, normalizers, Adam state and the reward scale's return statistics."""
         optim, _ = optimizer_tensors(self.optimizer)
-        return {**prefixed(self.policy.state_dict(), "policy"), **prefixed(optim, "optim")}
+        returns = {**self.return_norm.state_dict(), "discounted": self._discounted_return}
+        return {**prefixed(self.policy.state_dict(), "policy"), **prefixed(optim, "optim"),
+                **prefixed(returns, "return_norm")}
 
     def policy_meta(self) -> dict[str, Any]:
         """Shapes and settings of the actor-critic (``robotrl.policies.io.policy_from_meta``)."""
@@ -185,3 +199,7 @@ class PPO(Algorithm):
         if "optim" in algo_meta:
             restore_optimizer(self.optimizer, strip(tensors, "optim"), algo_meta["optim"])
         self.lr = algo_meta.get("lr", self.lr)
+        returns = strip(tensors, "return_norm")
+        if returns:
+            self._discounted_return.copy_(returns.pop("discounted"))
+            self.return_norm.load_state_dict(returns)

@@ -22,6 +22,7 @@ from robotrl.policies.normalizer import RunningNorm
 
 ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh, "silu": nn.SiLU, "gelu": nn.GELU}
 DISTRIBUTIONS = ("gaussian", "beta")
+INITS = ("default", "orthogonal")
 
 
 @dataclass
@@ -35,6 +36,9 @@ class PolicyConfig:
         init_std: initial action std of the Gaussian head.
         distribution: ``gaussian`` or ``beta`` (CaRL).
         normalize_obs: keep running mean/std of observations.
+        init: ``default`` (PyTorch's) or ``orthogonal`` (hidden layers with gain sqrt(2), the
+            critic's output with gain 1, as SB3 and CleanRL do). The actor's output layer is
+            always orthogonal with gain 0.01, so the first actions sit near zero.
 
     """
 
@@ -44,6 +48,7 @@ class PolicyConfig:
     init_std: float = 0.8
     distribution: str = "gaussian"
     normalize_obs: bool = True
+    init: str = "default"
 
 
 def mlp(in_dim: int, hidden: list[int], out_dim: int, activation: str) -> nn.Sequential:
@@ -73,6 +78,15 @@ class ActorCritic(nn.Module):
         self.log_std = nn.Parameter(torch.full((action_dim,), math.log(cfg.init_std)))
         self.obs_norm = RunningNorm(obs_dim) if cfg.normalize_obs else nn.Identity()
         self.critic_norm = RunningNorm(critic_dim) if cfg.normalize_obs else nn.Identity()
+        if cfg.init not in INITS:
+            raise ValueError(f"Unknown policy.init={cfg.init!r}; valid: {', '.join(INITS)}.")
+        if cfg.init == "orthogonal":
+            for net in (self.actor, self.critic):
+                for layer in net:
+                    if isinstance(layer, nn.Linear):
+                        nn.init.orthogonal_(layer.weight, gain=math.sqrt(2.0))
+                        nn.init.zeros_(layer.bias)
+            nn.init.orthogonal_(self.critic[-1].weight, gain=1.0)
         last = self.actor[-1]
         assert isinstance(last, nn.Linear)
         nn.init.orthogonal_(last.weight, gain=0.01)

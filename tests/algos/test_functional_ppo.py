@@ -146,3 +146,9 @@ def test_ppo_loss_gradients_have_the_hand_worked_signs():
     # policy: both samples sit on the clipped branch (1.5 > 1.2 with A > 0, 0.5 < 0.8 with A < 0)
     assert torch.equal(batch["log_prob"].grad, torch.zeros(2))
     assert all(not m.requires_grad for m in metrics.values())
+
+
+def test_scale_by_return_std_divides_by_the_std_and_clips():
+    # var 4 -> std 2: 2 -> 1, 0.5 -> 0.25, -50 -> -25 clipped to -10
+    out = F.scale_by_return_std(torch.tensor([2.0, 0.5, -50.0]), torch.tensor(4.0), eps=0.0)
+    assert torch.allclose(out, torch.tensor([1.0, 0.25, -10.0]))

@@ -38,3 +38,23 @@ def test_update_changes_the_policy_and_clears_the_rollout():
     assert not ppo.ready() and ppo.storage.step == 0
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters(), strict=True))
     assert {"loss/policy", "loss/value", "loss/entropy", "kl", "lr"} <= set(stats)
+
+
+def test_normalize_rewards_stores_rewards_divided_by_the_discounted_return_std_and_checkpoints_it():
+    policy = ActorCritic(4, 4, 2, PolicyConfig(actor_hidden=[16], critic_hidden=[16]))
+    cfg = PPOConfig(num_steps=4, normalize_rewards=True, gamma=0.5)
+    ppo = PPO(policy, cfg, num_envs=8, device=torch.device("cpu"))
+    _rollout(ppo, 4, obs_scale=1.0)  # reward 1 every step in all 8 worlds: G = 1, 1.5, 1.75, 1.875
+    # Running variance of the returns seen so far (8 equal worlds each step):
+    #   step 1: {1}                  var ~0 -> 1/sqrt(~0) huge -> clipped to 10
+    #   step 2: {1, 1.5}             var 0.0625 -> reward 1/0.25 = 4
+    #   step 3: {1, 1.5, 1.75}       var 0.09722 -> 1/0.31180 = 3.2071
+    #   step 4: {1, 1.5, 1.75, 1.875} var 0.11230 -> 1/0.33511 = 2.9841
+    stored = ppo.storage.rewards[:4, 0]
+    assert torch.allclose(stored, torch.tensor([10.0, 4.0, 3.2071, 2.9841]), atol=2e-3)
+    assert torch.allclose(ppo.return_norm.var, torch.tensor([0.11230]), atol=1e-4)
+    restored = PPO(ActorCritic(4, 4, 2, PolicyConfig(actor_hidden=[16], critic_hidden=[16])), cfg, 8,
+                   torch.device("cpu"))
+    restored.load_state_tensors(ppo.state_tensors(), {"algo_state": ppo.state_meta()})
+    assert torch.equal(restored.return_norm.var, ppo.return_norm.var)
+    assert torch.equal(restored._discounted_return, ppo._discounted_return)

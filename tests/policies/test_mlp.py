@@ -26,3 +26,21 @@ def test_gaussian_and_beta_heads_give_actions_in_range_and_consistent_log_probs(
         det = policy.act_inference(obs)
         assert det.abs().max() <= 1.0
         assert policy.evaluate(torch.randn(64, 7)).shape == (64,)
+
+
+def test_orthogonal_init_gives_orthonormal_hidden_weights_and_a_near_zero_actor_output():
+    torch.manual_seed(0)
+    policy = ActorCritic(8, 8, 3, PolicyConfig(actor_hidden=[16, 16], critic_hidden=[16], init="orthogonal"))
+    hidden = policy.actor[2].weight.detach()  # 16 x 16: gain * orthogonal
+    assert torch.allclose(hidden @ hidden.T, 2.0 * torch.eye(16), atol=1e-5)
+    assert torch.count_nonzero(policy.actor[0].bias) == 0
+    out = policy.critic[-1].weight.detach()  # 1 x 16 with gain 1: unit norm
+    assert abs(float(out.norm()) - 1.0) < 1e-5
+    assert float(policy.actor[-1].weight.detach().norm()) < 0.05  # gain 0.01
+
+
+def test_unknown_init_is_rejected_with_the_valid_choices():
+    import pytest
+
+    with pytest.raises(ValueError, match="valid: default, orthogonal"):
+        ActorCritic(2, 2, 1, PolicyConfig(init="xavier"))
