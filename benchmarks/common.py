@@ -128,7 +128,8 @@ def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
     ranges, loss weights, gradient clip, network sizes, activation and initial action std all
     come from ``cfg.algo``, ``cfg.sim`` and ``cfg.policy``. Observations are normalized by
     ``VecNormalize`` (the returned venv) when ``cfg.policy.normalize_obs`` is set, as robotrl's
-    running normalization does. What cannot be matched is listed in ``SB3_DIFFERENCES``.
+    running normalization does, and rewards when ``cfg.algo.normalize_rewards`` is; SB3's
+    orthogonal initialization is on exactly when ``cfg.policy.init`` is ``orthogonal``. What cannot be matched is listed in ``SB3_DIFFERENCES``.
     The caller sets torch's thread count.
     """
     from stable_baselines3 import PPO
@@ -142,7 +143,8 @@ def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
     rollout = algo.num_steps * cfg.sim.num_envs
     if rollout % venv.num_envs:
         raise ValueError(f"a rollout of {rollout} env steps does not split over {venv.num_envs} worlds")
-    venv = VecNormalize(venv, norm_obs=pol.normalize_obs, norm_reward=False)
+    # reward scaling and orthogonal init follow robotrl's switches, so both learners get the same recipe
+    venv = VecNormalize(venv, norm_obs=pol.normalize_obs, norm_reward=algo.normalize_rewards, gamma=algo.gamma)
     model = PPO(
         "MlpPolicy", venv, n_steps=rollout // venv.num_envs, batch_size=rollout // algo.num_minibatches,
         n_epochs=algo.num_epochs, learning_rate=algo.lr, gamma=algo.gamma, gae_lambda=algo.lam,
@@ -150,7 +152,8 @@ def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
         vf_coef=algo.value_coef, ent_coef=algo.entropy_coef, max_grad_norm=algo.max_grad_norm,
         normalize_advantage=algo.normalize_advantages, device="cpu", seed=cfg.seed, verbose=0,
         policy_kwargs={"net_arch": {"pi": list(pol.actor_hidden), "vf": list(pol.critic_hidden)},
-                       "activation_fn": ACTIVATIONS[pol.activation], "log_std_init": math.log(pol.init_std)},
+                       "activation_fn": ACTIVATIONS[pol.activation], "log_std_init": math.log(pol.init_std),
+                       "ortho_init": pol.init == "orthogonal"},
     )
     return model, venv
 
