@@ -16,6 +16,7 @@ _REGISTRY: dict[str, str] = {
     "humanoid": "robotrl.tasks.humanoid",
     "tool_use": "robotrl.tasks.tool_use",
     "driving": "robotrl.tasks.driving",
+    "tool_use_language": "robotrl.tasks.tool_use.language",
 }
 
 

@@ -8,8 +8,9 @@ Everything is a torch tensor on ``env.device``; the first dimension is the world
 
   - ``action``: ``(N, A)`` float32 in ``[-1, 1]``.
   - ``obs``: dict with ``"policy"`` ``(N, P)`` float32 and optionally ``"critic"``
-    ``(N, C)`` (privileged, asymmetric actor-critic), ``"image"`` ``(N, H, W, 3)`` uint8,
-    ``"text"``.
+    ``(N, C)`` (privileged, asymmetric actor-critic), ``"image"`` ``(N, H, W, 3)`` uint8
+    (rendered with lean settings), and ``"instruction"`` ``(N,)`` int64 indices into the
+    env's ``instructions`` list of texts, whose embeddings are computed once and cached.
   - ``reward``: ``(N,)`` float32. ``terminated``/``truncated``: ``(N,)`` bool. A world
     whose episode ends is reset *inside* ``step`` (autoreset), so ``obs`` is already the
     first observation of its next episode.

@@ -15,6 +15,14 @@ raises ``FloatingPointError`` naming it: a task bug stops the run instead of tra
 ``env.pre_reset_hooks``: callables ``hook(env, info)`` run every step after physics and the
 reward, before the autoreset, so they see the end-of-step state of every world, including those
 about to be reset (``robotrl.rewards.env`` renders the frames it scores here). They may add keys to ``info``.
+
+Images and instructions (VLA tasks): with ``image_size=(H, W)`` the env renders every world
+from the task's ``image_camera`` (else its ``eval_camera``) with the lean settings of
+``robotrl.sim.render`` into ``obs["image"]`` ``(N, H, W, 3)`` uint8; after an autoreset only
+the reset worlds are rendered again. A task with ``instructions`` (list of texts) and
+``instruction_ids()`` adds ``obs["instruction"]`` ``(N,)`` int64 indices into
+``env.instructions``; ``instruction_embeddings(encoder)`` embeds that list once and caches it
+(``robotrl.envs.instructions``).
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ log = logging.getLogger(__name__)
 class TaskEnv(VecEnv):
     """Batched env over ``sim.num_envs`` worlds of task ``task_cfg.name`` (see ``VecEnv``)."""
 
-    def __init__(self, task_cfg: TaskConfig, sim_cfg: SimConfig, seed: int = 0) -> None:
+    def __init__(self, task_cfg: TaskConfig, sim_cfg: SimConfig, seed: int = 0,
+                 image_size: tuple[int, int] | None = None) -> None:
         self.device = default_device(sim_cfg)
         self.num_envs = sim_cfg.num_envs
         self.task = task_class(task_cfg.name)(task_cfg, self.num_envs, self.device)
@@ -63,6 +72,9 @@ class TaskEnv(VecEnv):
         self._arange = torch.arange(n, device=dev)
         self._obs: Obs = {}
         self.pre_reset_hooks: list[Callable[[TaskEnv, dict[str, Any]], None]] = []
+        self.image_size = tuple(image_size) if image_size else None
+        self.camera = getattr(self.task, "image_camera", self.task.eval_camera)
+        self.instructions: list[str] = list(getattr(self.task, "instructions", []))
         self.obs_dims = {k: int(v.shape[1]) for k, v in self.reset().items() if v.ndim == 2}
 
     # ------------------------------------------------------------------------------
@@ -112,7 +124,7 @@ class TaskEnv(VecEnv):
         if done_ids.numel():
             info["episode"] = self._finish_episodes(done_ids)
             self._reset_ids(done_ids)
-            obs = self._observe()
+            obs = self._observe(render_ids=done_ids, previous=obs)
             if not all(torch.isfinite(v.sum()) for v in self._float_obs(obs)):
                 self._count_reset_obs(obs, done_ids, info)
         self._obs = obs
@@ -210,12 +222,39 @@ class TaskEnv(VecEnv):
             self._episode_terms = torch.zeros(len(names), self.num_envs, device=self.device)
         return torch.stack([terms[n] for n in names]).float() * self._term_scales
 
-    def _observe(self) -> Obs:
+    def _observe(self, render_ids: torch.Tensor | None = None, previous: Obs | None = None) -> Obs:
+        """Task observation plus ``image`` (worlds ``render_ids`` re-rendered over ``previous``) and ``instruction``."""
         obs = dict(self.task.observe())
+        if self.image_size is not None:
+            if render_ids is None or previous is None:
+                obs["image"] = self._render(self._arange)
+            else:
+                obs["image"] = previous["image"].clone()
+                obs["image"][render_ids] = self._render(render_ids)
+        if self.instructions:
+            obs["instruction"] = self.task.instruction_ids().clone()
         if self.cfg.obs_noise_std > 0:
             noise = torch.randn(obs["policy"].shape, generator=self.gen, device=self.device)
             obs["policy"] = obs["policy"] + self.cfg.obs_noise_std * noise
         return obs
+
+    def _render(self, ids: torch.Tensor) -> torch.Tensor:
+        """``(k, H, W, 3)`` uint8 frames of worlds ``ids`` on ``self.device``."""
+        frames = self.sim.render(self.camera, ids, self.image_size)
+        return torch.from_numpy(frames).to(self.device)
+
+    def instruction_embeddings(self, encoder: Any) -> torch.Tensor:
+        """``(L, D)`` embeddings of ``self.instructions`` by ``encoder``, computed once and cached.
+
+        Args:
+            encoder: an ``robotrl.envs.instructions.TextEncoder`` (``name`` and ``encode(texts)``).
+
+        """
+        from robotrl.envs.instructions import cached_embeddings
+
+        if not self.instructions:
+            raise ValueError(f"Task {self.cfg.name!r} has no instructions to embed.")
+        return cached_embeddings(encoder, self.instructions).to(self.device)
 
     def _finish_episodes(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
         stats = {
@@ -246,6 +285,7 @@ class TaskEnv(VecEnv):
         """Nothing to release on CPU; Warp buffers go with the object."""
 
 
-def make_env(task_cfg: TaskConfig, sim_cfg: SimConfig, seed: int = 0) -> TaskEnv:
-    """Build the VecEnv for a task config on the backend named by ``sim_cfg``."""
-    return TaskEnv(task_cfg, sim_cfg, seed=seed)
+def make_env(task_cfg: TaskConfig, sim_cfg: SimConfig, seed: int = 0,
+             image_size: tuple[int, int] | None = None) -> TaskEnv:
+    """Build the VecEnv for a task config on ``sim_cfg``'s backend (``image_size``: render ``obs["image"]``)."""
+    return TaskEnv(task_cfg, sim_cfg, seed=seed, image_size=image_size)

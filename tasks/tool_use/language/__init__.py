@@ -1,0 +1,1 @@
+"""Language-conditioned tool use: several tools on the table, the instruction names the one to lift."""
