@@ -34,6 +34,7 @@ _PLAIN: dict[str, str] = {
     "export": "robotrl.export.cli:main",
     "collect": "robotrl.data.collect:main",
     "batch": "robotrl.cluster.cli:main",
+    "twin": "robotrl.twin.cli:main",
 }
 
 

@@ -73,3 +73,15 @@ def test_load_episodes_reads_a_directory(nominal_bag):
     assert len(eps) == 1
     with pytest.raises(BagError, match="no rosbag2 bags"):
         load_episodes(nominal_bag.parent / "no_such_dir")
+
+
+def test_twin_report_cli_writes_json_and_overlays(nominal_bag, tmp_path):
+    import json
+
+    from robotrl.cli import main
+
+    assert main(["twin", "report", f"bags={nominal_bag.parent}", "task=humanoid", f"out={tmp_path}"]) == 0
+    body = json.loads((tmp_path / "report.json").read_text())
+    row = body["rollouts"]["nominal"][0]
+    assert max(row["q"]["max"]) < 1e-6 and row["divergence_time_s"] > 0
+    assert list(tmp_path.glob("*_overlay.png"))

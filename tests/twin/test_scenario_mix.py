@@ -6,10 +6,11 @@ from robotrl.twin.scenarios import Region, ScenarioFile
 
 
 def _env(path, mix, n=200):
-    from robotrl.envs.task_env import TaskEnv
-    from robotrl.sim.backend import SimConfig
     from robotrl.tasks.humanoid.config import HumanoidConfig
     from robotrl.tasks.humanoid.task import HumanoidTask
+
+    from robotrl.envs.task_env import TaskEnv
+    from robotrl.sim.backend import SimConfig
 
     cfg = HumanoidConfig(scenarios=str(path), scenario_mix=mix, standing_prob=0.0)
     return TaskEnv(cfg, SimConfig(num_envs=n, nthread=1), seed=0), HumanoidTask.scenario_params
@@ -33,8 +34,8 @@ def test_scenario_mix_reaches_the_resets(tmp_path):
 
 def test_unknown_scenario_parameter_is_an_error(tmp_path):
     import pytest
-
     from robotrl.tasks.humanoid.task import HumanoidTask
+
     from robotrl.twin.scenarios import ScenarioParam
 
     params = [*HumanoidTask.scenario_params, ScenarioParam("handle_thickness", 0.0, 1.0)]
