@@ -5,6 +5,7 @@ robotrl train task=humanoid --cfg job       # print the composed config
 robotrl eval checkpoint=runs/humanoid/...   # metrics JSON, MP4 and learning-curve PNG
 robotrl export checkpoint=...               # ONNX + JSON spec for robotrl-deploy
 robotrl tools preview                       # contact sheet of procedural tools
+robotrl rewards train-encoder task=humanoid # train the lit image-text encoder's heads on our renders
 robotrl batch eval checkpoint=... workers=2  # one job over many scenarios, in-process or on Ray
 """
 
@@ -33,6 +34,7 @@ USAGE = __doc__ or ""
 _PLAIN: dict[str, str] = {
     "export": "robotrl.export.cli:main",
     "collect": "robotrl.data.collect:main",
+    "rewards": "robotrl.rewards.cli:main",
     "batch": "robotrl.cluster.cli:main",
     "twin": "robotrl.twin.cli:main",
 }
