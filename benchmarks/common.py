@@ -129,7 +129,8 @@ def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
     come from ``cfg.algo``, ``cfg.sim`` and ``cfg.policy``. Observations are normalized by
     ``VecNormalize`` (the returned venv) when ``cfg.policy.normalize_obs`` is set, as robotrl's
     running normalization does, and rewards when ``cfg.algo.normalize_rewards`` is; SB3's
-    orthogonal initialization is on exactly when ``cfg.policy.init`` is ``orthogonal``. What cannot be matched is listed in ``SB3_DIFFERENCES``.
+    orthogonal initialization is on exactly when ``cfg.policy.init`` is ``orthogonal``.
+    What cannot be matched is listed in ``SB3_DIFFERENCES``.
     The caller sets torch's thread count.
     """
     from stable_baselines3 import PPO
