@@ -116,6 +116,15 @@ class Float64MultiArray(IdlStruct, typename=_tn("std_msgs/msg/Float64MultiArray"
     data: t.sequence[t.float64] = field(default_factory=list)
 
 
+@_register("rosgraph_msgs/msg/Clock")
+@dataclass
+@final
+class Clock(IdlStruct, typename=_tn("rosgraph_msgs/msg/Clock")):
+    """rosgraph_msgs/Clock (``/clock``, simulation time for ``use_sim_time`` nodes)."""
+
+    clock: Time = field(default_factory=Time)
+
+
 # --- geometry_msgs -------------------------------------------------------------------
 @_register("geometry_msgs/msg/Vector3")
 @dataclass

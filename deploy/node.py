@@ -14,7 +14,13 @@ rclpy), ``domain_id`` (default ``$ROS_DOMAIN_ID`` or 0), ``localhost_only``, ``r
 ``rt_priority`` (SCHED_FIFO priority 1-99 for the control loop; 0 = normal scheduling),
 ``sync_inputs`` (rehearsals with ``robotrl-sim-robot lockstep:=true`` only: each period waits, up
 to 0.8 period, for inputs whose ``header.stamp`` is newer than the last used and equal across
-inputs, so every command answers the state of the step before; never on hardware).
+inputs, so every command answers the state of the step before; never on hardware),
+``use_sim_time`` (rclpy: the node's ROS clock follows ``/clock``; deadlines and input ages stay
+on the monotonic clock).
+
+On rclpy (``transport:=auto`` picks it when ``import rclpy`` works) the node is a real ROS 2
+node named by ``-r __node:=`` (default ``robotrl_deploy``) in ``-r __ns:=``, listed by ``ros2
+node list``, with these parameters declared on it (``ros2 param get``).
 
 The node talks to a ``robotrl.deploy.robot.Robot`` (``get_observation``, ``send_action``),
 by default a ``TopicRobot`` on ROS 2 topics; tests drive it through ``FakeRobot`` in process.
@@ -53,7 +59,7 @@ log = logging.getLogger("robotrl.deploy")
 DEFAULTS: dict[str, Any] = {
     "policy": "", "robot": "", "transport": "auto", "domain_id": None, "localhost_only": False,
     "record_dir": "", "bag_version": 9, "auto_arm": None, "rate_hz": None, "duration_s": 0.0,
-    "shutdown_s": 0.1, "log_level": "INFO", "rt_priority": 0, "sync_inputs": False,
+    "shutdown_s": 0.1, "log_level": "INFO", "rt_priority": 0, "sync_inputs": False, "use_sim_time": False,
 }
 LEVEL = {Mode.PASSIVE: 0, Mode.SOFT_START: 0, Mode.POLICY: 0, Mode.HOLD: 1, Mode.DAMP: 2}
 
@@ -134,8 +140,10 @@ class PolicyNode:
         from robotrl.deploy.transport import make_transport
 
         domain = params["domain_id"] if params["domain_id"] is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
+        declared = {k: params[k] for k in DEFAULTS if k in params}
         self.transport = make_transport(params["transport"], int(domain), bool(params["localhost_only"]),
-                                        "robotrl_deploy")
+                                        params.get("node_name", "robotrl_deploy"), params.get("namespace", "/"),
+                                        declared)
         remap = params.get("remap", lambda t: t)
         robot = TopicRobot(self.profile, self.spec["joint_names"], self.required, self.transport, self.period, remap)
         return robot, TopicTelemetry(self.profile, self.transport, remap)
@@ -338,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(front, int):
         return front
     args, params = front
-    params["remap"] = args.remap
+    params.update(remap=args.remap, node_name=args.node_name, namespace=args.namespace)
     node = PolicyNode(params)
     signal.signal(signal.SIGINT, node.request_stop)
     signal.signal(signal.SIGTERM, node.request_stop)

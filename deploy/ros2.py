@@ -51,6 +51,7 @@ def _rclpy() -> Any:
     try:
         import rclpy
         import rclpy.executors
+        import rclpy.parameter
     except ImportError as exc:
         raise ImportError("transport=rclpy needs rclpy: pip install 'robotrl[ros2]' (ROS 2 Kilted wheels) "
                           "or source a ROS 2 install; or use transport:=cyclonedds.") from exc
@@ -306,7 +307,11 @@ class RclpyTransport(Transport):
         self.node = rclpy.create_node(node_name, namespace=namespace, context=self._context,
                                       automatically_declare_parameters_from_overrides=False)
         for key, value in (parameters or {}).items():
-            if isinstance(value, (bool, int, float, str)) or (isinstance(value, list) and value):
+            if not (isinstance(value, (bool, int, float, str)) or (isinstance(value, list) and value)):
+                continue  # None (unset) and non-ROS values are not declared
+            if self.node.has_parameter(key):  # use_sim_time: declared by every rclpy node
+                self.node.set_parameters([rclpy.parameter.Parameter(key, value=value)])
+            else:
                 self.node.declare_parameter(key, value)
         self._executor = rclpy.executors.SingleThreadedExecutor(context=self._context)
         self._executor.add_node(self.node)

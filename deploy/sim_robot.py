@@ -1,6 +1,8 @@
 """``robotrl-sim-robot``: a BatchSim world of one task standing in for the robot over ROS 2 topics.
 
-Publishes ``/joint_states`` (by joint name; effort = applied control), and for a floating
+Publishes (RELIABLE, KEEP_LAST 1, so default-QoS ROS subscribers receive it; stamped with wall
+time, or with simulation time from 0 and a ``/clock`` topic under ``use_sim_time:=true``)
+``/joint_states`` (by joint name; effort = applied control), and for a floating
 base ``/imu/data`` (orientation, body-frame angular velocity) and ``/odom`` (pose; twist in
 the body frame, ``child_frame_id`` = root body), plus the task's velocity command on
 ``/cmd_vel`` (``publish_command``) and, when an episode ends, its return, length and
@@ -17,7 +19,7 @@ robotrl's sim; the policy node does not.
 Parameters: ``task``, ``policy`` (spec JSON; its task config is used), ``robot`` (profile
 name or YAML), ``domain_id``, ``localhost_only``, ``transport``, ``lockstep``,
 ``rate_factor``, ``randomize``, ``seed``, ``episode_length_s``, ``episodes`` (stop after
-this many; 0 = never), ``duration_s``, ``publish_command``, ``log_level``.
+this many; 0 = never), ``duration_s``, ``publish_command``, ``log_level``, ``use_sim_time``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from robotrl.deploy import msgs
 from robotrl.deploy.observation import quat_rotate_inverse_wxyz
 from robotrl.deploy.params import console_front
 from robotrl.deploy.profile import load_profile
-from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS, make_transport
+from robotrl.deploy.transport import RELIABLE_QOS, Qos, make_transport
 
 log = logging.getLogger("robotrl.sim_robot")
 
@@ -43,7 +45,11 @@ DEFAULTS: dict[str, Any] = {
     "task": "humanoid", "policy": "", "robot": "humanoid_sim", "domain_id": None, "localhost_only": False,
     "transport": "auto", "lockstep": True, "rate_factor": 1.0, "randomize": False, "seed": 0,
     "episode_length_s": None, "episodes": 0, "duration_s": 0.0, "publish_command": True, "log_level": "INFO",
+    "use_sim_time": False,
 }
+# Robot state as a driver publishes it: RELIABLE (so default-QoS ROS subscribers, which are RELIABLE,
+# receive it; BEST_EFFORT readers match it too), KEEP_LAST 1.
+STATE_QOS = Qos(reliable=True, depth=1)
 
 
 class SimRobot:
@@ -87,12 +93,17 @@ class SimRobot:
         self.cmd_slots = np.asarray([index[j] for j in self.joints])
         self.period = self.env.step_dt
         domain = params["domain_id"] if params["domain_id"] is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
-        tr = make_transport(params["transport"], int(domain), bool(params["localhost_only"]), "robotrl_sim_robot")
+        declared = {k: params[k] for k in DEFAULTS if k in params}
+        tr = make_transport(params["transport"], int(domain), bool(params["localhost_only"]),
+                            params.get("node_name", "robotrl_sim_robot"), params.get("namespace", "/"), declared)
         self.transport, t = tr, self.profile.topics
-        self.pub_js = tr.publisher(t.joint_states, msgs.JointState, SENSOR_QOS)
-        self.pub_imu = tr.publisher(t.imu, msgs.Imu, SENSOR_QOS) if self.floating and t.imu else None
-        self.pub_odom = tr.publisher(t.odom, msgs.Odometry, SENSOR_QOS) if self.floating and t.odom else None
-        self.pub_cmd = tr.publisher(t.cmd_vel, msgs.Twist, SENSOR_QOS) if params["publish_command"] else None
+        self.pub_js = tr.publisher(t.joint_states, msgs.JointState, STATE_QOS)
+        self.pub_imu = tr.publisher(t.imu, msgs.Imu, STATE_QOS) if self.floating and t.imu else None
+        self.pub_odom = tr.publisher(t.odom, msgs.Odometry, STATE_QOS) if self.floating and t.odom else None
+        self.pub_cmd = tr.publisher(t.cmd_vel, msgs.Twist, STATE_QOS) if params["publish_command"] else None
+        self.sim_time = bool(params["use_sim_time"])
+        self.pub_clock = tr.publisher("/clock", msgs.Clock, STATE_QOS) if self.sim_time else None
+        self._stamp = self._now_stamp()
         self.pub_episode = tr.publisher("/sim/episode", msgs.DiagnosticArray, RELIABLE_QOS)
         adapter = self.profile.output.adapter
         if adapter not in ("forward_command", "joint_trajectory"):
@@ -125,8 +136,11 @@ class SimRobot:
         qpos = self.env.sim.bind("qpos")[0].cpu().numpy().astype(np.float64)
         qvel = self.env.sim.bind("qvel")[0].cpu().numpy().astype(np.float64)
         ctrl = self.env.sim.bind("ctrl")[0].cpu().numpy().astype(np.float64)
-        # stamped with simulation time (use_sim_time style): a republished state keeps its stamp
-        header = msgs.Header(stamp=msgs.stamp(self.steps * self.period), frame_id="")
+        # stamped when the state was reached (sim time with use_sim_time, else wall time): a republished
+        # state keeps its stamp
+        header = msgs.Header(stamp=self._stamp, frame_id="")
+        if self.pub_clock is not None:
+            self.pub_clock.publish(msgs.Clock(clock=self._stamp))
         self.pub_js.publish(msgs.JointState(header=header, name=list(self.joints), position=qpos[self.qadr].tolist(),
                                             velocity=qvel[self.vadr].tolist(), effort=ctrl.tolist()))
         if self.floating:
@@ -148,11 +162,16 @@ class SimRobot:
             vx, yaw = self.task.command[0].tolist()[:2]
             self.pub_cmd.publish(msgs.Twist(linear=msgs.Vector3(x=vx), angular=msgs.Vector3(z=yaw)))
 
+    def _now_stamp(self) -> msgs.Time:
+        """Simulation time (``use_sim_time``, from 0, also on ``/clock``) or wall-clock time."""
+        return msgs.stamp(self.steps * self.period if self.sim_time else time.time())
+
     def step(self, action: np.ndarray) -> None:
         """One control step with ``action`` in ``[-1, 1]``; publish episode stats when one ends."""
         act = self.torch.as_tensor(action, dtype=self.torch.float32).unsqueeze(0)
         _, _, _, _, info = self.env.step(act)
         self.steps += 1
+        self._stamp = self._now_stamp()
         self.last_action = action
         if "episode" in info:
             self.episodes += 1
@@ -209,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
                           "robotrl-sim-robot")
     if isinstance(front, int):
         return front
-    _, params = front
+    args, params = front
+    params.update(node_name=args.node_name, namespace=args.namespace)
     robot = SimRobot(params)
     signal.signal(signal.SIGINT, robot.request_stop)
     signal.signal(signal.SIGTERM, robot.request_stop)

@@ -75,20 +75,22 @@ def stop(proc: subprocess.Popen, timeout: float = 5.0) -> int:
 class DdsRobotPeer:
     """The robot side of a real DDS link: publishes robot topics from a thread, collects what comes back.
 
+    ``transport`` picks the robot side's middleware: Cyclone DDS, or real rclpy on Fast DDS.
+
     ``inject`` publishes extra (bad) JointState messages; ``statuses`` and ``commands`` collect
     what the policy node sends. (The in-process stand-in is ``robotrl.deploy.fake_robot.FakeRobot``.)
     """
 
     def __init__(self, domain: int, joints: list[str], rate_hz: float = 66.7, cmd_topic: str =
-                 "/effort_controller/commands", cmd_type: object = None) -> None:
+                 "/effort_controller/commands", cmd_type: object = None, transport: str = "cyclonedds") -> None:
         import threading
 
         from robotrl.deploy import msgs
-        from robotrl.deploy.dds import CycloneTransport
-        from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS
+        from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS, make_transport
 
         self.msgs = msgs
-        self.tr = CycloneTransport(domain_id=domain, localhost_only=True)
+        # "rclpy": the robot side is a real ROS 2 node (Fast DDS), as on a robot with a stock ROS 2
+        self.tr = make_transport(transport, domain_id=domain, localhost_only=True, node_name="robot_peer")
         self.joints = list(joints)
         self.period = 1.0 / rate_hz
         self.pub_js = self.tr.publisher("/joint_states", msgs.JointState, SENSOR_QOS)

@@ -40,18 +40,26 @@ def profile(tmp_path, **safety):
     return path
 
 
-@pytest.fixture
-def rig(humanoid_export, tmp_path):
-    """Start node + fake robot; yields (robot, node process, start function)."""
+# (robot side, policy node): faults from Cyclone into Cyclone, from real rclpy (Fast DDS) into the
+# Cyclone node (interop), and rclpy end to end
+LINKS = [("cyclonedds", "cyclonedds"), ("rclpy", "cyclonedds"), ("rclpy", "rclpy")]
+
+
+@pytest.fixture(params=LINKS, ids=[f"{a}-to-{b}" for a, b in LINKS])
+def rig(humanoid_export, tmp_path, request):
+    """Start node + robot peer; yields a start function returning (robot, node process)."""
+    peer, node_transport = request.param
+    if "rclpy" in request.param:
+        pytest.importorskip("rclpy", reason="real-ROS 2 links need the ros2 extra: pip install 'robotrl[ros2]'")
     procs, robots = [], []
 
     def start(**safety):
         domain = free_domain()
-        robot = DdsRobotPeer(domain, JOINTS)
+        robot = DdsRobotPeer(domain, JOINTS, transport=peer)
         robot.heartbeat = bool(safety.get("estop_required"))
         robots.append(robot)
         proc = spawn(["robotrl.deploy.node", f"policy:={humanoid_export[2]}", f"robot:={profile(tmp_path, **safety)}",
-                      "transport:=cyclonedds", "log_level:=WARNING"], domain, tmp_path / f"node{domain}.log")
+                      f"transport:={node_transport}", "log_level:=WARNING"], domain, tmp_path / f"node{domain}.log")
         procs.append(proc)
         return robot, proc
 

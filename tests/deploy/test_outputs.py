@@ -36,13 +36,14 @@ def test_cmd_vel_fields():
     assert isinstance(msg, msgs.Twist) and msg.linear.x == 0.5 and msg.angular.z == -0.2 and msg.linear.y == 0.0
 
 
-def test_transport_selection():
-    if rclpy_available():
-        pytest.skip("ROS 2 is sourced here; auto picks rclpy")
-    with pytest.raises(ImportError, match="rclpy is not on PyPI"):
-        make_transport("rclpy")
+def test_transport_selection_auto_picks_rclpy_when_it_imports():
     with pytest.raises(ValueError, match="auto, rclpy, cyclonedds"):
         make_transport("zenoh")
+    if not rclpy_available():
+        with pytest.raises(ImportError, match=r"robotrl\[ros2\]"):
+            make_transport("rclpy")
     tr = make_transport("auto", domain_id=221, localhost_only=True)
-    assert tr.name == "cyclonedds"
-    tr.close()
+    try:
+        assert tr.name == ("rclpy" if rclpy_available() else "cyclonedds")
+    finally:
+        tr.close()
