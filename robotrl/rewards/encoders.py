@@ -27,7 +27,6 @@ import abc
 import json
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +34,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from robotrl.rewards.config import EncoderConfig
 from robotrl.rewards.torchvision_compat import prepare_torchvision
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("lit", "open_clip")
+__all__ = ["EncoderConfig", "ImageTextEncoder", "LitEncoder", "OpenClipEncoder", "make_encoder"]
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 EXTRA_HINT = "pip install 'robotrl[vlm]'"
@@ -48,31 +49,6 @@ EXTRA_HINT = "pip install 'robotrl[vlm]'"
 def default_encoder_dir() -> Path:
     """Where ``train-encoder`` writes and ``lit`` looks: ``$ROBOTRL_ENCODER_DIR`` or ``~/.cache/robotrl/encoders``."""
     return Path(os.environ.get("ROBOTRL_ENCODER_DIR", Path.home() / ".cache" / "robotrl" / "encoders"))
-
-
-@dataclass
-class EncoderConfig:
-    """Which image-text encoder scores frames.
-
-    Attributes:
-        backend: ``lit`` (offline, trained on this project's renders) or ``open_clip``.
-        checkpoint: ``lit``: the ``.safetensors`` head artefact (empty: ``<encoder dir>/lit_<task>.safetensors``);
-            ``open_clip``: a local checkpoint file of ``arch`` (required).
-        arch: ``open_clip`` architecture name (``ViT-B-32``, ...), or the name inside ``model_config``.
-        model_config: optional JSON file of a custom open_clip architecture, registered before loading.
-        task: the task whose ``lit`` artefact to load when ``checkpoint`` is empty.
-        device: torch device of the encoder (``cpu``).
-        batch_size: frames per forward pass.
-
-    """
-
-    backend: str = "lit"
-    checkpoint: str = ""
-    arch: str = "ViT-B-32"
-    model_config: str = ""
-    task: str = ""
-    device: str = "cpu"
-    batch_size: int = 64
 
 
 class ImageTextEncoder(abc.ABC):
