@@ -23,8 +23,9 @@ def slow_brightness(frames):
 
 
 def _env(scorer, mode, n=3):
-    from robotrl.envs.task_env import make_env
     from robotrl.tasks import config_class
+
+    from robotrl.envs.task_env import make_env
 
     task_cfg = config_class("humanoid")(randomize=False)
     env = make_env(task_cfg, SimConfig(num_envs=n, nthread=1), seed=3)
