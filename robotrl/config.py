@@ -17,6 +17,7 @@ from omegaconf import MISSING
 
 from robotrl.algos.ppo import PPOConfig
 from robotrl.policies.mlp import PolicyConfig
+from robotrl.rewards.config import VLMRewardConfig
 from robotrl.sim.backend import SimConfig
 from robotrl.tasks import available, config_class
 
@@ -30,6 +31,7 @@ class TrainConfig:
         algo: the algorithm config (group ``algo``).
         sim: backend, world count and threads (group ``sim``).
         policy: network sizes and action distribution (group ``policy``).
+        reward: VLM reward term added to the task's (group ``reward``: none, vlm_rm, clg).
         seed: seeds torch and the env's generator.
         max_iterations: algorithm iterations to run at most (a secondary stop by default).
         max_time_s: wall-clock budget in seconds, the primary stop: the run stops cleanly after the
@@ -53,6 +55,7 @@ class TrainConfig:
     algo: Any = MISSING
     sim: SimConfig = field(default_factory=SimConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
+    reward: VLMRewardConfig = field(default_factory=VLMRewardConfig)
     seed: int = 0
     max_iterations: int = 1_000_000
     max_time_s: float = 600.0
@@ -117,6 +120,7 @@ def register_configs() -> None:
     cs.store(name="train_schema", node=TrainConfig)
     cs.store(name="eval_schema", node=EvalConfig)
     cs.store(group="algo", name="ppo_schema", node=PPOConfig)
+    cs.store(group="reward", name="vlm_reward_schema", node=VLMRewardConfig)
     for name, node in extra_algo_schemas().items():
         cs.store(group="algo", name=f"{name}_schema", node=node)
     for name in available():
