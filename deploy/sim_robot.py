@@ -103,7 +103,6 @@ class SimRobot:
         self.pub_cmd = tr.publisher(t.cmd_vel, msgs.Twist, STATE_QOS) if params["publish_command"] else None
         self.sim_time = bool(params["use_sim_time"])
         self.pub_clock = tr.publisher("/clock", msgs.Clock, STATE_QOS) if self.sim_time else None
-        self._stamp = self._now_stamp()
         self.pub_episode = tr.publisher("/sim/episode", msgs.DiagnosticArray, RELIABLE_QOS)
         adapter = self.profile.output.adapter
         if adapter not in ("forward_command", "joint_trajectory"):
@@ -111,6 +110,7 @@ class SimRobot:
         cmd_type = msgs.Float64MultiArray if adapter == "forward_command" else msgs.JointTrajectory
         self.sub_cmd = tr.subscription(self.profile.output.topic, cmd_type, RELIABLE_QOS)
         self.steps, self.episodes = 0, 0
+        self._stamp = self._now_stamp()
         self.last_action = np.zeros(len(self.joints))
         self._stop = False
 
