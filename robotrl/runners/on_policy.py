@@ -15,6 +15,7 @@ import torch
 from robotrl.algos.ppo import PPO
 from robotrl.envs.task_env import make_env
 from robotrl.policies.mlp import ActorCritic
+from robotrl.rewards.env import wrap_vlm_rewards
 from robotrl.runners.base import EpisodeStats, Runner, config_hash
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,8 @@ class OnPolicyRunner(Runner):
         super().__init__(cfg, run_dir, config_yaml)
         self.env = self.task_env = make_env(cfg.task, cfg.sim, seed=cfg.seed)
         self._set_threads(self.env.device)
+        # reward=vlm_rm|clg: a VLM reward term scored from rendered frames (robotrl.rewards.env); none: no-op
+        self.env = wrap_vlm_rewards(self.task_env, getattr(cfg, "reward", None))
         dims = self.env.obs_dims
         policy = ActorCritic(dims["policy"], dims.get("critic", dims["policy"]), self.env.num_actions, cfg.policy)
         self.algo = PPO(policy, cfg.algo, self.env.num_envs, self.env.device)
@@ -45,6 +48,8 @@ class OnPolicyRunner(Runner):
             self.algo.process_step(obs, reward, terminated, truncated, info)
             stats.observe(info)
         t1 = time.perf_counter()
-        update = self.algo.update(obs)
+        relabel = getattr(self.env, "relabel_rollout", None)  # late async VLM scores onto their transitions
+        late = relabel(self.algo.storage.rewards) if relabel is not None else {}
+        update = self.algo.update(obs) | late
         update |= {"perf/collect_s": t1 - t0, "perf/update_s": time.perf_counter() - t1}
         return obs, update, self.cfg.algo.num_steps * self.env.num_envs
