@@ -36,6 +36,7 @@ from robotrl.tasks.base import Task
 from robotrl.tasks.driving import constants as C
 from robotrl.tasks.driving import observation as O
 from robotrl.tasks.driving import scenario
+from robotrl.tasks.driving import scenario_params as sp
 from robotrl.tasks.driving.car import ackermann_angles
 from robotrl.tasks.driving.config import DrivingConfig
 from robotrl.tasks.driving.rewards import carl_factors, time_to_collision
@@ -55,6 +56,7 @@ class DrivingTask(Task):
     config_class = DrivingConfig
     eval_camera = "chase"
     cfg: DrivingConfig
+    scenario_params = sp.SCENARIO_PARAMS
 
     # --- model -----------------------------------------------------------------------
     def build_model(self) -> mujoco.MjModel:
@@ -139,6 +141,7 @@ class DrivingTask(Task):
         self._base_gain = torch.as_tensor(model.actuator_gainprm.copy(), device=dev)
         self._base_bias = torch.as_tensor(model.actuator_biasprm.copy(), device=dev)
         self._chassis = model.body(C.CHASSIS_BODY).id
+        self._floor_geoms = torch.as_tensor([model.geom("floor").id], dtype=torch.long, device=dev)
         curbs = [model.geom(f"curb_{side}_0").id for side in ("left", "right")] if c.curb_segments else []
         self._curb_start = curbs[0] if curbs else 0
         self._base_geom = {
@@ -168,9 +171,26 @@ class DrivingTask(Task):
         self.start_s = zeros()
 
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
-        """A random track of the split, a random start on it, fresh obstacles and traffic."""
+        """A random track of the split, a random start on it, fresh obstacles and traffic; then mined scenarios."""
+        self.ended_infraction[ids] = self.flags[ids].any(1).float()
+        self.ended_completion[ids] = self.route_completion()[ids]
+        tid = torch.randint(0, len(self.bank.tracks), (ids.numel(),), generator=gen, device=self.device)
+        self._start(ids, tid, gen)
+        chosen, draws = self.scenario_draws(ids, gen)
+        if chosen.numel():
+            self.apply_scenario(chosen, draws, gen)
+
+    def apply_scenario(self, ids: torch.Tensor, values: dict[str, torch.Tensor], gen: torch.Generator) -> None:
+        """Set scenario parameters ``{name: (k,)}`` of worlds ``ids`` (NaN keeps the world's own draw).
+
+        See ``tasks/driving/scenario_params.py``: a track by curvature and width (the start is
+        redrawn on it), the number of obstacles on the road, the traffic speed, the road friction.
+        """
+        sp.apply(self, ids, values, gen)
+
+    def _start(self, ids: torch.Tensor, tid: torch.Tensor, gen: torch.Generator) -> None:
+        """Put worlds ``ids`` at a random start on tracks ``tid`` ``(k,)`` with fresh episode state."""
         c, k, dev, bank = self.cfg, ids.numel(), self.device, self.bank
-        tid = torch.randint(0, len(bank.tracks), (k,), generator=gen, device=dev)
         start = torch.randint(0, bank.num_points, (k,), generator=gen, device=dev)
         hw = bank.half_width[tid]
         off = uniform(-1.0, 1.0, (k,), gen, dev) * torch.minimum(torch.full_like(hw, c.start_lateral_noise), 0.5 * hw)
@@ -182,8 +202,6 @@ class DrivingTask(Task):
         qpos[:, 3] = torch.cos(0.5 * yaw).to(qpos.dtype)
         qpos[:, 6] = torch.sin(0.5 * yaw).to(qpos.dtype)
         self.sim.reset(ids, qpos, torch.zeros(k, self.qvel.shape[1], dtype=self.qvel.dtype, device=dev))
-        self.ended_infraction[ids] = self.flags[ids].any(1).float()
-        self.ended_completion[ids] = self.route_completion()[ids]
         self.track_id[ids] = tid
         idx, s, lateral, heading = bank.project(tid, pos)
         self.idx[ids], self.s[ids], self.lateral[ids], self.track_heading[ids] = idx, s, lateral, heading
