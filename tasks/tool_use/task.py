@@ -41,6 +41,7 @@ from robotrl.tasks.base import Task
 from robotrl.tasks.tool_use import constants as C
 from robotrl.tasks.tool_use import hand, tools
 from robotrl.tasks.tool_use import rewards as R
+from robotrl.tasks.tool_use import scenario_params as sp
 from robotrl.tasks.tool_use.config import ToolUseConfig
 from robotrl.tasks.tool_use.curriculum import GOAL_STAGE, Curriculum
 
@@ -129,6 +130,7 @@ class ToolUseTask(Task):
     config_class = ToolUseConfig
     eval_camera = "overview"
     cfg: ToolUseConfig
+    scenario_params = sp.SCENARIO_PARAMS
 
     def __init__(self, cfg: ToolUseConfig, num_envs: int, device: torch.device) -> None:
         super().__init__(cfg, num_envs, device)
@@ -303,6 +305,13 @@ class ToolUseTask(Task):
         self._pose_delay[ids] = self._delays(k, c.object_delay_max if c.dr_object_pose else 0, gen)
         self._pose_hist[:, ids] = self._tool_pose()[ids].float()
         self._fresh[ids] = True
+        chosen, draws = self.scenario_draws(ids, gen)
+        if chosen.numel():
+            self.apply_scenario(chosen, draws, gen)
+
+    def apply_scenario(self, ids: torch.Tensor, values: dict[str, torch.Tensor], gen: torch.Generator) -> None:
+        """Set scenario parameters ``{name: (k,)}`` of worlds ``ids`` (see ``scenario_params.py``; NaN keeps a draw)."""
+        sp.apply(self, ids, values, gen)
 
     def _delays(self, k: int, high: int, gen: torch.Generator) -> torch.Tensor:
         if high <= 0 or not self.cfg.randomize:
