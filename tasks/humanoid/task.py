@@ -27,10 +27,12 @@ class HumanoidTask(Task):
     config_class = HumanoidConfig
     eval_camera = "track"
     cfg: HumanoidConfig
-    # Scenario parameters (robotrl.twin mining and task.scenarios): the first command, friction and mass scales.
+    # Scenario parameters (robotrl.twin mining and task.scenarios): the first command, friction and mass
+    # scales, and the pushes (every push_interval_s, this horizontal velocity kick in this world direction).
     scenario_params: ClassVar[list[ScenarioParam]] = [
         ScenarioParam("cmd_vx", 0.0, 1.5, unit="m/s"), ScenarioParam("cmd_yaw", -0.5, 0.5, unit="rad/s"),
         ScenarioParam("friction", 0.4, 1.4), ScenarioParam("mass", 0.7, 1.3),
+        ScenarioParam("push_vel", 0.0, 1.5, unit="m/s"), ScenarioParam("push_dir", -3.1416, 3.1416, unit="rad"),
     ]
 
     def build_model(self) -> mujoco.MjModel:
@@ -93,6 +95,7 @@ class HumanoidTask(Task):
         self._fwd_sum = torch.zeros(n, device=dev)
         self.friction_scale = torch.ones(n, device=dev)
         self.mass_scale = torch.ones(n, device=dev)
+        self.push = torch.full((n, 2), float("nan"), device=dev)  # scenario push (vx, vy) per world; NaN: random
         self._base_friction = torch.as_tensor(model.geom_friction.copy(), device=dev)
         self._base_mass = torch.as_tensor(model.body_mass.copy(), device=dev)
         if self.cfg.gym_obs:
@@ -113,6 +116,7 @@ class HumanoidTask(Task):
         self.action[ids] = 0.0
         self.prev_action[ids] = 0.0
         self._fwd_sum[ids] = 0.0
+        self.push[ids] = float("nan")
         self._resample(ids, gen)
         self._apply_scenarios(ids, gen)
         self._state = self._base_state()
@@ -122,16 +126,31 @@ class HumanoidTask(Task):
         chosen, draws = self.scenario_draws(ids, gen)
         if not chosen.numel():
             return
-        self.apply_scenario(chosen, draws)
+        self.apply_scenario(chosen, draws, gen)
 
-    def apply_scenario(self, ids: torch.Tensor, values: dict[str, torch.Tensor]) -> None:
-        """Set scenario parameters ``{name: (k,)}`` of worlds ``ids`` (NaN entries keep the current value)."""
+    def apply_scenario(self, ids: torch.Tensor, values: dict[str, torch.Tensor],
+                       gen: torch.Generator | None = None) -> None:
+        """Set scenario parameters ``{name: (k,)}`` of worlds ``ids`` (NaN entries keep the current value).
+
+        ``push_vel`` and ``push_dir`` fix the world's pushes (a missing direction defaults to +x;
+        a missing strength to ``cfg.push_vel``); they apply even with ``randomize`` off.
+        """
         def pick(name: str, current: torch.Tensor) -> torch.Tensor:
             v = values.get(name)
             return current if v is None else torch.where(torch.isnan(v), current, v.to(current.dtype))
 
         self.command[ids, 0] = pick("cmd_vx", self.command[ids, 0])
         self.command[ids, 1] = pick("cmd_yaw", self.command[ids, 1])
+        strength, direction = values.get("push_vel"), values.get("push_dir")
+        if strength is not None or direction is not None:
+            k = ids.numel()
+            strength = torch.full((k,), float("nan"), device=self.device) if strength is None else strength
+            direction = torch.full((k,), float("nan"), device=self.device) if direction is None else direction
+            set_ = ~(torch.isnan(strength) & torch.isnan(direction))
+            mag = torch.nan_to_num(strength.float(), nan=self.cfg.push_vel)
+            ang = torch.nan_to_num(direction.float(), nan=0.0)
+            kick = torch.stack([mag * torch.cos(ang), mag * torch.sin(ang)], dim=1)
+            self.push[ids[set_]] = kick[set_]
         if "friction" in values or "mass" in values:
             self.friction_scale[ids] = pick("friction", self.friction_scale[ids])
             self.mass_scale[ids] = pick("mass", self.mass_scale[ids])
@@ -165,10 +184,13 @@ class HumanoidTask(Task):
         due = (self.steps % self._resample_every == 0).nonzero().squeeze(1)
         if due.numel():
             self._resample(due, gen)
-        if self._push_every and self.cfg.randomize:
-            pushed = (self.steps % self._push_every == 0).nonzero().squeeze(1)
+        if self._push_every:
+            due = self.steps % self._push_every == 0
+            pushed = (due & (self.cfg.randomize | ~torch.isnan(self.push[:, 0]))).nonzero().squeeze(1)
             if pushed.numel():
                 kick = uniform(-self.cfg.push_vel, self.cfg.push_vel, (pushed.numel(), 2), gen, self.device)
+                fixed = self.push[pushed]
+                kick = torch.where(torch.isnan(fixed), kick, fixed)
                 self.qvel[pushed, :2] += kick.to(self.qvel.dtype)
         self._state = self._base_state()
         self._fwd_sum += self._state[0][:, 0]
