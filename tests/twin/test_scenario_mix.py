@@ -42,3 +42,60 @@ def test_unknown_scenario_parameter_is_an_error(tmp_path):
     path = ScenarioFile("humanoid", params, [Region({"handle_thickness": [0, 0.1]}, 1.0, 5)]).save(tmp_path / "b.yaml")
     with pytest.raises(ValueError, match="handle_thickness"):
         _env(path, 0.5, n=4)
+
+
+def _task_env(task, path, mix, n, **overrides):
+    from robotrl.envs.task_env import TaskEnv
+    from robotrl.sim.backend import SimConfig
+    from robotrl.tasks import config_class
+
+    cfg = config_class(task)(scenarios=str(path), scenario_mix=mix, **overrides)
+    return TaskEnv(cfg, SimConfig(num_envs=n, nthread=1), seed=0)
+
+
+def test_driving_scenarios_set_friction_obstacles_and_track(tmp_path):
+    from robotrl.tasks.driving.scenario_params import SCENARIO_PARAMS, scenario_of
+
+    region = Region(bounds={"friction": [0.3, 0.4], "obstacles": [1, 1], "half_width": [0.3, 0.45]},
+                    failure_rate=1.0, samples=10)
+    path = ScenarioFile("driving", SCENARIO_PARAMS, [region]).save(tmp_path / "d.yaml")
+    env = _task_env("driving", path, 1.0, 16, half_width=[0.3, 1.0], num_tracks=32)
+    got = scenario_of(env.task, torch.arange(16))
+    assert ((got["friction"] >= 0.3 - 1e-6) & (got["friction"] <= 0.4 + 1e-6)).all()
+    wheels = env.sim.model_field("geom_friction")[:, env.task._wheel_geoms, 0]
+    assert torch.allclose(wheels / float(env.task._base_friction[env.task._wheel_geoms[0], 0]),
+                          got["friction"][:, None].double(), atol=1e-6)
+    assert got["half_width"].max() < 0.55  # the narrowest tracks of a bank drawn from [0.3, 1.0]
+    assert env.task.active.all()
+    on_road = (env.task.obstacle_xy.abs() < 100).all(-1).sum(1)
+    assert (on_road == 1).all()
+    env_off = _task_env("driving", path, 0.0, 16, half_width=[0.3, 1.0], num_tracks=32)
+    assert scenario_of(env_off.task, torch.arange(16))["friction"].min() >= 1.0 - 1e-6
+
+
+def test_tool_use_scenarios_pick_tool_family_and_goal(tmp_path):
+    from robotrl.tasks.tool_use.scenario_params import SCENARIO_PARAMS
+
+    region = Region(bounds={"tool_family": [4, 4], "goal_z": [0.35, 0.36], "tool_mass": [1.9, 2.0]},
+                    failure_rate=1.0, samples=10)
+    path = ScenarioFile("tool_use", SCENARIO_PARAMS, [region]).save(tmp_path / "t.yaml")
+    env = _task_env("tool_use", path, 0.5, 32, curriculum=False)
+    task = env.task
+    eraser = task.pool_fields["family"][task.tool_id] == 4
+    in_region = eraser & (task.goal_pos[:, 2] >= 0.35) & (task.mass_scale >= 1.9)
+    assert 0.25 < in_region.float().mean().item() < 0.75
+    assert torch.allclose(task.mocap_pos[in_region, 0, 2].float(), task.goal_pos[in_region, 2])
+    tool_z = task.qpos[in_region, task._tq + 2].float()
+    assert torch.allclose(tool_z, task.spawn_pos[in_region, 2], atol=1e-6)  # spawned at the eraser's height
+
+
+def test_humanoid_scenario_pushes_are_fixed_per_world(tmp_path):
+    from robotrl.tasks.humanoid.task import HumanoidTask
+
+    region = Region(bounds={"push_vel": [1.0, 1.0], "push_dir": [1.5708, 1.5708]}, failure_rate=1.0, samples=5)
+    path = ScenarioFile("humanoid", HumanoidTask.scenario_params, [region]).save(tmp_path / "p.yaml")
+    env = _task_env("humanoid", path, 1.0, 4, randomize=False, push_interval_s=0.015)  # a push every step
+    vy_before = env.task.qvel[:, 1].clone()
+    assert torch.allclose(env.task.push, torch.tensor([[0.0, 1.0]]).expand(4, 2), atol=1e-4)
+    env.step(torch.zeros(4, 17))
+    assert (env.task.qvel[:, 1] - vy_before > 0.8).all()  # about +1 m/s sideways from the push
