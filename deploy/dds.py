@@ -88,6 +88,9 @@ class _DdsPublisher(Publisher):
     def matched(self) -> int:
         return self._writer.get_publication_matched_status().current_count
 
+    def flush(self, timeout: float = 1.0) -> bool:
+        return bool(self._writer.wait_for_acks(duration(seconds=timeout)))
+
 
 class _DdsSubscription(Subscription):
     """A reader whose samples the receive thread takes and stamps on arrival.

@@ -210,6 +210,11 @@ class _RclpyPublisher(Publisher):
     def matched(self) -> int:
         return self._pub.get_subscription_count()
 
+    def flush(self, timeout: float = 1.0) -> bool:
+        from rclpy.duration import Duration
+
+        return bool(self._pub.wait_for_all_acked(Duration(nanoseconds=int(timeout * 1e9))))
+
 
 class _RclpySubscription(Subscription):
     """Callback (on the spin thread) stamps, converts and queues; ``take`` drains the queue."""

@@ -218,6 +218,8 @@ class SimRobot:
                 deadline += self.period / max(float(self.params["rate_factor"]), 1e-6)
             time.sleep(max(0.0, min(0.001, deadline - time.monotonic())))
         log.info("sim robot stopping after %d steps, %d episodes", self.steps, self.episodes)
+        if not self.pub_episode.flush(2.0):  # the last episode's stats reach their readers before we go
+            log.warning("episode stats not acknowledged by every reader within 2 s")
         self.transport.close()
         return 0
 

@@ -58,6 +58,10 @@ class Publisher(abc.ABC):
     def matched(self) -> int:
         """Number of matched subscriptions (discovery check)."""
 
+    def flush(self, timeout: float = 1.0) -> bool:
+        """Wait up to ``timeout`` s until every RELIABLE reader acknowledged what was sent (before closing)."""
+        return True
+
 
 class Subscription(abc.ABC):
     """Receives messages of one type from one topic; polled by the owner."""

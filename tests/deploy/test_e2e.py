@@ -63,7 +63,8 @@ def in_process(spec: dict, run_dir, episodes: int, seed: int = 0, episode_length
 
 
 def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: float, rate_hz: float = 20.0,
-                     episode_length_s: float | None = None) -> tuple[list[dict], Path]:
+                     episode_length_s: float | None = None, transport: str = "cyclonedds",
+                     robot: str = "humanoid_sim") -> tuple[list[dict], Path]:
     """Sim robot (lockstep) + policy node on a fresh domain; returns the sim's episode stats and the bag.
 
     The node runs slower than the policy's 66.7 Hz on purpose: in lockstep the sim's time does
@@ -81,9 +82,9 @@ def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: fl
     bags = tmp_path / "bags"
     extra = [f"episode_length_s:={episode_length_s}"] if episode_length_s else []
     sim = spawn(["robotrl.deploy.sim_robot", f"policy:={spec_path}", f"episodes:={episodes}", "lockstep:=true",
-                 "transport:=cyclonedds", *extra], domain, tmp_path / "sim.log")
-    node = spawn(["robotrl.deploy.node", f"policy:={spec_path}", "robot:=humanoid_sim", f"record_dir:={bags}",
-                  "transport:=cyclonedds", "log_level:=WARNING", f"rate_hz:={rate_hz}", "sync_inputs:=true"], domain,
+                 f"robot:={robot}", f"transport:={transport}", *extra], domain, tmp_path / "sim.log")
+    node = spawn(["robotrl.deploy.node", f"policy:={spec_path}", f"robot:={robot}", f"record_dir:={bags}",
+                  f"transport:={transport}", "log_level:=WARNING", f"rate_hz:={rate_hz}", "sync_inputs:=true"], domain,
                  tmp_path / "node.log")
     got: list[dict] = []
     try:
@@ -121,13 +122,17 @@ def by_stamp(messages: list) -> list[np.ndarray]:
     return out
 
 
-def test_dds_rollout_matches_in_process_and_bag_replays(humanoid_export, tmp_path):
+@pytest.mark.parametrize("transport", ["cyclonedds", "rclpy"])
+def test_dds_rollout_matches_in_process_and_bag_replays(humanoid_export, tmp_path, transport):
+    """Over Cyclone DDS, and over real rclpy (Fast DDS) end to end: node and sim robot both on rclpy."""
     from robotrl.deploy.runtime import OnnxPolicy
 
+    if transport == "rclpy":
+        pytest.importorskip("rclpy", reason="transport=rclpy needs the ros2 extra: pip install 'robotrl[ros2]'")
     run, _, spec_path = humanoid_export
     spec = json.loads(spec_path.read_text())
     ref_returns, ref_qpos, ref_obs = in_process(spec, run, episodes=1)
-    episodes, bag = rollout_over_dds(spec_path, tmp_path, episodes=1, timeout=60)
+    episodes, bag = rollout_over_dds(spec_path, tmp_path, episodes=1, timeout=90, transport=transport)
     dds_return, length = float(episodes[0]["return"]), int(float(episodes[0]["length"]))
     assert length == len(ref_qpos)  # same number of steps before the fall
     assert dds_return == pytest.approx(ref_returns[0], rel=1e-3)
