@@ -40,8 +40,33 @@ _PLAIN: dict[str, str] = {
 }
 
 
+_RUN_STAMP: list[str] = []  # under torchrun: rank 0's time stamp, so that every rank uses one run dir
+
+
 def _run_dir(run_dir: str, task: str) -> str:
-    return run_dir or f"runs/{task}/{datetime.now():%Y-%m-%d_%H-%M-%S}"
+    stamp = _RUN_STAMP[0] if _RUN_STAMP else f"{datetime.now():%Y-%m-%d_%H-%M-%S}"
+    return run_dir or f"runs/{task}/{stamp}"
+
+
+def _torchrun_args(argv: list[str]) -> list[str]:
+    """Under ``torchrun``: join the process group, share rank 0's run-dir stamp; only rank 0 writes Hydra files."""
+    from robotrl.cluster import ddp
+
+    info = ddp.from_env()
+    if info is None:
+        return argv
+    if "-m" in argv or "--multirun" in argv:
+        raise SystemExit("robotrl train under torchrun runs one job; drop -m/--multirun")
+    ddp.init(info)
+    _RUN_STAMP.append(ddp.broadcast_object(f"{datetime.now():%Y-%m-%d_%H-%M-%S}"))
+    return argv if info.is_main else [*argv, "hydra.output_subdir=null", "hydra/job_logging=disabled"]
+
+
+def _leave_process_group() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _register_resolvers() -> None:
@@ -50,14 +75,18 @@ def _register_resolvers() -> None:
 
 
 def _train(cfg: DictConfig) -> None:
+    from robotrl.cluster.ddp import from_env
     from robotrl.runners import make_runner
 
-    setup_logging(cfg.log_level)
+    dist_info = from_env()
+    setup_logging(cfg.log_level if dist_info is None or dist_info.is_main else "WARNING")
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
     typed = OmegaConf.to_object(cfg)
     run_dir = HydraConfig.get().runtime.output_dir
     runner = make_runner(typed, run_dir, config_yaml=config_yaml)
     last = runner.learn()
+    if not runner.is_main:
+        return
     summary = {k: round(v, 4) if isinstance(v, float) else v for k, v in last.items()
                if k.startswith(("episode/", "perf/steps", "iteration", "time_s"))}
     print(f"run dir: {run_dir}\n{json.dumps(summary, indent=2)}")
@@ -121,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
             from robotrl.cluster.batch import ray_loopback_only
 
             ray_loopback_only()  # the preset's local Ray instance: 127.0.0.1 for every address
-        return _hydra_app(_train, "train", rest)
+        try:
+            return _hydra_app(_train, "train", _torchrun_args(rest))
+        finally:
+            _leave_process_group()
     if cmd == "eval":
         return _hydra_app(_eval, "eval", [_eval_task_override(a) for a in rest])
     if cmd == "tools":

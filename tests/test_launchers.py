@@ -1,8 +1,10 @@
 """Hydra multirun through an existing launcher (submitit, locally): no home-made scheduler."""
 
+import ipaddress
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -24,6 +26,47 @@ def test_multirun_sweep_on_submitit_local(tmp_path):
     seeds = {json.loads((sweep / j / "checkpoints" / "ckpt_000002.json").read_text())["config_yaml"].split("seed: ")[1]
              .split("\n")[0] for j in ("0", "1")}
     assert seeds == {"0", "1"}
+
+
+def _run_watching_connections(cmd, cwd, timeout):
+    """Run ``cmd``; return (exit code, output, every peer address its process tree connected to)."""
+    import psutil
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
+    seen = set()
+    deadline = time.time() + timeout
+    while proc.poll() is None and time.time() < deadline:
+        try:
+            root = psutil.Process(proc.pid)
+            for p in [root, *root.children(recursive=True)]:
+                seen |= {c.raddr.ip for c in p.net_connections(kind="inet") if c.raddr}
+        except psutil.Error:
+            pass
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+    return proc.returncode, proc.communicate()[0], seen
+
+
+def _is_loopback(ip):
+    addr = ipaddress.ip_address(ip)
+    return (getattr(addr, "ipv4_mapped", None) or addr).is_loopback
+
+
+def test_multirun_sweep_on_local_ray_over_loopback(tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="pip install 'robotrl[cluster]'")
+    sweep = tmp_path / "sweep"
+    rc, out, peers = _run_watching_connections(
+        [sys.executable, "-m", "robotrl.cli", "train", "-m", "+launcher=ray", "task=humanoid", "seed=0,1",
+         "max_iterations=2", "sim.num_envs=4", "sim.nthread=1", "algo.num_steps=4", "progress=false",
+         "tensorboard=false", "eval_at_end=false", f"hydra.sweep.dir={sweep}", "hydra.launcher.ray.init.num_cpus=2",
+         "hydra.launcher.ray.remote.num_cpus=1"], cwd=tmp_path, timeout=400)
+    assert rc == 0, out[-3000:]
+    for job in ("0", "1"):
+        meta = json.loads((sweep / job / "checkpoints" / "ckpt_000002.json").read_text())
+        assert f"seed: {job}\n" in meta["config_yaml"]
+    # the driver, Ray's GCS, raylet and workers talked to loopback addresses only
+    assert peers and all(_is_loopback(ip) for ip in peers), peers
 
 
 @pytest.mark.parametrize("name", ["local", "slurm", "ray"])

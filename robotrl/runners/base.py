@@ -13,6 +13,7 @@ import hashlib
 import logging
 import time
 from collections import defaultdict, deque
+from contextlib import nullcontext
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import torch
 from omegaconf import OmegaConf
 
 from robotrl.algos.base import Algorithm
+from robotrl.cluster.ddp import DataParallel, from_env, rank_seed
 from robotrl.envs.base import VecEnv
 from robotrl.monitoring import MetricsLogger, TrainProgress
 from robotrl.storage.checkpoint import load_checkpoint, prefixed, save_checkpoint, strip
@@ -78,7 +80,15 @@ class Runner(abc.ABC):
         self.iteration = 0
         self.env_steps = 0
         self.elapsed_s = 0.0
-        torch.manual_seed(cfg.seed)
+        # Under torchrun every rank owns its worlds and its own seed stream (rank 0 keeps cfg.seed);
+        # a subclass that supports it sets ``self.ddp`` once its algorithm exists.
+        self.dist = from_env()
+        self.rank = self.dist.rank if self.dist else 0
+        self.world_size = self.dist.world_size if self.dist else 1
+        self.is_main = self.rank == 0
+        self.seed = rank_seed(cfg.seed, self.rank)
+        self.ddp: DataParallel | None = None
+        torch.manual_seed(self.seed)
 
     def _set_threads(self, device: torch.device) -> None:
         threads = getattr(self.cfg, "torch_threads", 0)
@@ -126,6 +136,7 @@ class Runner(abc.ABC):
             "env_steps": self.env_steps,
             "elapsed_s": self.elapsed_s,
             "algo_state": self.algo.state_meta(),
+            "world_size": self.world_size,
         }
         task = getattr(self.task_env, "task", None)
         if task is not None:
@@ -179,6 +190,10 @@ class Runner(abc.ABC):
             task.load_state_dict(strip(tensors, "task"))
         self.restore_extra(tensors, meta)
         self.iteration, self.env_steps = meta["iteration"], meta["env_steps"]
+        if not self.is_main:  # the checkpoint holds rank 0's streams; other ranks draw fresh ones
+            torch.manual_seed(rank_seed(self.cfg.seed, self.rank, self.iteration))
+            if gen is not None:
+                gen.manual_seed(rank_seed(self.cfg.seed, self.rank, self.iteration))
         self.elapsed_s = meta.get("elapsed_s", 0.0)
         log.info("resumed from %s at iteration %d (%d env steps)", meta["name"], self.iteration, self.env_steps)
         return True
@@ -186,13 +201,26 @@ class Runner(abc.ABC):
     def restore_extra(self, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:  # noqa: B027
         """Subclass state beyond the algorithm's (a replay buffer)."""
 
+    def _checkpoint(self) -> None:
+        """Rank 0 saves; under DDP every rank first checks that the weights are still identical."""
+        if self.ddp is not None:
+            divergence = self.ddp.max_divergence()
+            if divergence > 0:
+                raise RuntimeError(f"DDP ranks diverged (max |difference| {divergence:.3g}) at iteration "
+                                   f"{self.iteration}; no checkpoint written")
+        if self.is_main:
+            self.save()
+
     # --- loop ----------------------------------------------------------------------
     def learn(self) -> dict[str, float]:
-        """Run until ``max_iterations`` or ``max_time_s``; return the last logged metrics."""
+        """Run until ``max_iterations`` or ``max_time_s``; return the last logged metrics (rank 0 logs and saves)."""
         cfg = self.cfg
+        if self.dist is not None and self.ddp is None:
+            raise RuntimeError(f"torchrun with {self.world_size} ranks: algo={cfg.algo.name} has no data-parallel "
+                               "support; use algo=ppo or a single process")
         if cfg.resume:
             self.restore()
-        logger = MetricsLogger(self.run_dir, tensorboard=cfg.tensorboard)
+        logger = MetricsLogger(self.run_dir, tensorboard=cfg.tensorboard) if self.is_main else None
         stats = EpisodeStats()
         obs = self.env.reset()
         last: dict[str, float] = {}
@@ -205,11 +233,13 @@ class Runner(abc.ABC):
         else:
             log.info("budget: %d iterations (max_iterations); no wall-clock limit (max_time_s=0)", cfg.max_iterations)
         try:
-            with TrainProgress(cfg.max_iterations, enabled=cfg.progress, start=self.iteration,
+            with TrainProgress(cfg.max_iterations, enabled=cfg.progress and self.is_main, start=self.iteration,
                                max_time_s=cfg.max_time_s) as bar:
                 while self.iteration < cfg.max_iterations:
                     t0 = time.perf_counter()
-                    obs, update, steps = self._iterate(obs, stats)
+                    with self.ddp.sync_normalizers() if self.ddp is not None else nullcontext():
+                        obs, update, steps = self._iterate(obs, stats)
+                    steps *= self.world_size  # env steps of all ranks
                     self.iteration += 1
                     self.elapsed_s = time.perf_counter() - start_wall
                     self.env_steps += steps
@@ -220,25 +250,31 @@ class Runner(abc.ABC):
                         **stats.means(), **update,
                     }
                     last |= self._after_iteration()
-                    logger.log(self.env_steps, last)
+                    if logger is not None:
+                        logger.log(self.env_steps, last)
                     bar.update(self.iteration, last)
                     if self.iteration % cfg.save_interval == 0:
-                        self.save()
-                    if cfg.max_time_s > 0 and self.elapsed_s >= cfg.max_time_s:
+                        self._checkpoint()
+                    out_of_time = cfg.max_time_s > 0 and self.elapsed_s >= cfg.max_time_s
+                    if self.ddp is not None:
+                        out_of_time = self.ddp.any(out_of_time)  # every rank stops at the same iteration
+                    if out_of_time:
                         log.info("time budget of %.0f s reached at iteration %d", cfg.max_time_s, self.iteration)
                         break
         except KeyboardInterrupt:
             log.warning("interrupted: saving a checkpoint at iteration %d", self.iteration)
-            self.save()
+            if self.is_main:
+                self.save()
         except BaseException:
             # A half-updated state must never become ``latest``: keep the last good checkpoint.
             log.error("training failed at iteration %d; no checkpoint written, the last good one stays latest",
                       self.iteration)
             raise
         else:
-            self.save()
+            self._checkpoint()
         finally:
-            logger.close()
+            if logger is not None:
+                logger.close()
         log.info("done: %d iterations, %d env steps in %.0f s; checkpoint in %s", self.iteration,
                  self.env_steps, self.elapsed_s, self.run_dir / "checkpoints")
         return last

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from robotrl.algos.ppo import PPO
+from robotrl.cluster.ddp import make_data_parallel
 from robotrl.envs.task_env import make_env
 from robotrl.policies.mlp import ActorCritic
 from robotrl.rewards.env import wrap_vlm_rewards
@@ -30,13 +32,17 @@ class OnPolicyRunner(Runner):
 
     def __init__(self, cfg: Any, run_dir: str | Path, config_yaml: str = "") -> None:
         super().__init__(cfg, run_dir, config_yaml)
-        self.env = self.task_env = make_env(cfg.task, cfg.sim, seed=cfg.seed)
+        sim = cfg.sim
+        if self.dist is not None and sim.backend == "warp" and sim.device == "cuda":
+            sim = replace(sim, device=f"cuda:{self.dist.local_rank}")  # one GPU per rank on the node
+        self.env = self.task_env = make_env(cfg.task, sim, seed=self.seed)
         self._set_threads(self.env.device)
         # reward=vlm_rm|clg: a VLM reward term scored from rendered frames (robotrl.rewards.env); none: no-op
         self.env = wrap_vlm_rewards(self.task_env, getattr(cfg, "reward", None))
         dims = self.env.obs_dims
         policy = ActorCritic(dims["policy"], dims.get("critic", dims["policy"]), self.env.num_actions, cfg.policy)
         self.algo = PPO(policy, cfg.algo, self.env.num_envs, self.env.device)
+        self.ddp = make_data_parallel(self.algo)  # torchrun: gradients, lr and normalizers synced across ranks
 
     def _iterate(
         self, obs: dict[str, torch.Tensor], stats: EpisodeStats
