@@ -1,4 +1,4 @@
-"""``robotrl twin <report|calibrate>``: key=value arguments.
+"""``robotrl twin <report|calibrate|mine|triage>``: key=value arguments.
 
 robotrl twin report bags=<dir> task=humanoid [robot=<profile>] [physics=<yaml>] [out=twin_report]
 open-loop replay of every bag under the nominal (and, if given, the calibrated) physics;
@@ -6,6 +6,14 @@ writes report.json and overlay PNGs.
 robotrl twin calibrate bags=<dir> task=humanoid [robot=<profile>] [params=body_mass,dof_damping,actuator_gain]
 [delays=0,1,2] [out=twin_calibration]
 mujoco.sysid fit; writes <out>/physics.yaml and sysid's results (confidence intervals).
+robotrl twin mine checkpoint=<run> budget=N [params=friction,max_curvature] [rounds=4] [worlds=128]
+[seed=0] [uniform=false] [out=scenarios.yaml] [task.<field>=<value> ...]
+the policy over N scenarios (batched worlds), adaptive search for low-success regions; writes the
+scenario file (regions with summaries) and <out>.samples.json (every scenario and its success).
+robotrl twin triage bags=<dir> policy=<export/policy.onnx|run dir> task=humanoid [robot=<profile>]
+[out=twin_triage]
+failed episodes replayed closed loop in the twin: reproduced -> policy weakness (a scenario file
+for training), not reproduced -> dynamics gap (bags linked under <out>/dynamics_gap for calibrate).
 """
 
 from __future__ import annotations
@@ -29,11 +37,15 @@ def _args(argv: list[str]) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``robotrl twin``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in ("report", "calibrate"):
+    if not argv or argv[0] not in ("report", "calibrate", "mine", "triage"):
         sys.stderr.write(__doc__ or "")
         return 2
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     cmd, args = argv[0], _args(argv[1:])
+    if cmd == "mine":
+        return _mine(args)
+    if cmd == "triage":
+        return _triage(args)
     from robotrl.twin.episode import load_episodes
     from robotrl.twin.physics import Physics, load_physics
     from robotrl.twin.replay import Twin
@@ -61,4 +73,55 @@ def main(argv: list[str] | None = None) -> int:
     delays = tuple(int(d) for d in args.get("delays", "0").split(","))
     result = calibrate(task, episodes, params=params, delays=delays, out_dir=out)
     log.info("calibrated physics: %s -> %s", result.physics, result.save(out / "physics.yaml"))
+    return 0
+
+
+def _value(text: str) -> object:
+    import yaml
+
+    return yaml.safe_load(text)
+
+
+def _mine(args: dict[str, str]) -> int:
+    import json
+    from pathlib import Path
+
+    from robotrl.twin.evaluate import ScenarioEvaluator
+    from robotrl.twin.mine import mine
+    from robotrl.twin.scenarios import ScenarioFile
+
+    if "checkpoint" not in args or "budget" not in args:
+        raise SystemExit(f"robotrl twin mine needs checkpoint= and budget=.\n{__doc__}")
+    overrides = {k.removeprefix("task."): _value(v) for k, v in args.items() if k.startswith("task.")}
+    params = args["params"].split(",") if args.get("params") else None
+    evaluator = ScenarioEvaluator(args["checkpoint"], params, overrides, worlds=int(args.get("worlds", 128)),
+                                  seed=int(args.get("seed", 0)))
+    uniform = str(args.get("uniform", "false")).lower() in ("1", "true", "yes")
+    result = mine(evaluator, evaluator.params, int(args["budget"]), rounds=int(args.get("rounds", 4)),
+                  seed=int(args.get("seed", 0)), uniform_only=uniform)
+    out = Path(args.get("out", "scenarios.yaml"))
+    if not result.regions:
+        log.warning("no failure region found in %d scenarios (failure rate %.3f); no scenario file written",
+                    len(result.success), 1.0 - result.success.mean())
+    else:
+        ScenarioFile(evaluator.task_name, evaluator.params, result.regions).save(out)
+        for r in result.regions:
+            log.info("%s (failure rate %.2f over %d scenarios)", r.summary, r.failure_rate, r.samples)
+        log.info("wrote %s: train with task.scenarios=%s task.scenario_mix=0.5", out, out)
+    samples = out.with_suffix(".samples.json")
+    samples.write_text(json.dumps({"task": evaluator.task_name, "params": [p.name for p in evaluator.params],
+                                   "x": result.samples.tolist(), "success": result.success.astype(int).tolist(),
+                                   "regions": [r.summary for r in result.regions]}))
+    return 0
+
+
+def _triage(args: dict[str, str]) -> int:
+    from robotrl.twin.episode import load_episodes
+    from robotrl.twin.triage import policy_fn, triage, write_triage
+
+    episodes = load_episodes(args["bags"], args.get("robot") or None)
+    task = args.get("task") or episodes[0].task
+    results = triage(task, episodes, policy_fn(args["policy"]))
+    for path in write_triage(args.get("out", "twin_triage"), task, results):
+        log.info("wrote %s", path)
     return 0

@@ -166,7 +166,7 @@ def make_task_env(task: str, overrides: dict[str, Any] | None = None, num_envs: 
 
 def record_episode(task: str, out_dir: str | Path, policy: ActionFn, steps: int, *, physics: Physics | None = None,
                    seed: int = 0, profile: Any = None, overrides: dict[str, Any] | None = None,
-                   name: str = "episode_0001") -> Path:
+                   name: str = "episode_0001", scenario: dict[str, float] | None = None) -> Path:
     """Roll out ``policy`` in one world of ``task`` under ``physics`` and write the bag ``out_dir/name``.
 
     Args:
@@ -179,6 +179,9 @@ def record_episode(task: str, out_dir: str | Path, policy: ActionFn, steps: int,
         profile: ``RobotProfile`` (None: ``task_profile``).
         overrides: task config fields.
         name: bag directory name.
+        scenario: the task's scenario parameters for this episode (``apply_scenario`` on the
+            world), written into the bag's metadata as ``scenario.<name>`` so the twin can set
+            the same scene up (``Twin`` closed loop, ``robotrl twin triage``).
 
     Returns:
         The bag directory.
@@ -188,11 +191,15 @@ def record_episode(task: str, out_dir: str | Path, policy: ActionFn, steps: int,
 
     physics = physics or Physics()
     env = make_task_env(task, overrides, seed=seed)
+    if scenario:
+        values = {k: torch.tensor([float(v)]) for k, v in scenario.items()}
+        env.task.apply_scenario(torch.tensor([0]), values, env.gen)
     if not physics.is_nominal():
         apply_physics(env.sim, [0], [physics])
     profile = profile if profile is not None else task_profile(env, f"{task}_twin")
     meta = {"robot_profile": profile.name, "task": task, "rate_hz": f"{1.0 / env.step_dt:g}", "seed": str(seed),
-            "policy_sha256": "", "config_hash": "", "code_version": "robotrl.twin.record"}
+            "policy_sha256": "", "config_hash": "", "code_version": "robotrl.twin.record",
+            **{f"scenario.{k}": repr(float(v)) for k, v in (scenario or {}).items()}}
     bag = EpisodeBag(Path(out_dir) / name, meta)
     writer = _Writer(env, profile, bag, env.step_dt)
     task_obj, ctrl = env.task, env.sim.bind("ctrl")

@@ -10,7 +10,9 @@ the twin task's own reset state (its seed).
 * ``teacher_forced(k)``: the same, but every ``k`` steps each world is reset to the recorded
   state, which separates one-step model error from accumulated drift.
 * ``closed_loop(policy)``: the (exported) policy acts on the twin's own observations from the
-  recorded initial state; the task's velocity command follows the recorded ``cmd_vel``.
+  recorded initial state; the task's velocity command follows the recorded ``cmd_vel``, and
+  scenario parameters the bag's metadata holds (``scenario.<name>``, see ``record_episode``)
+  are applied to the twin's world. ``success`` is the task's success at the episode's end.
 
 Commands are actuator inputs (what the robot applied, in the profile's joint order) written
 to ``ctrl`` of the actuator of each joint, held for ``frame_skip`` physics steps; a
@@ -45,7 +47,7 @@ class Rollout:
         q, dq, tau: ``(W, T, J)`` joint positions, velocities, applied actuator inputs.
         base_pos: ``(W, T, 3)`` or None.
         length: ``(W,)`` valid states per world (its episode's length).
-        success: ``(W,)`` bool task success at the end (closed loop only, else None).
+        success: ``(W,)`` bool task success at the episode's last state (closed loop only, else None).
         episode: ``(W,)`` episode index of each world; ``candidate``: ``(W,)`` candidate index.
 
     """
@@ -58,6 +60,11 @@ class Rollout:
     episode: np.ndarray
     candidate: np.ndarray
     success: np.ndarray | None = None
+
+
+def scenario_values(episode: Episode) -> dict[str, float]:
+    """The scenario parameters an episode's bag metadata records (``scenario.<name>: value``)."""
+    return {k.removeprefix("scenario."): float(v) for k, v in episode.metadata.items() if k.startswith("scenario.")}
 
 
 def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -217,7 +224,8 @@ class Twin:
                 task.update(self.env.gen)
                 set_command(k + 1)
                 self._record(out, k + 1)
-                success |= alive & task.success().numpy()
+                now = task.success().numpy()
+                success[alive] = now[alive]
                 ended = alive & task.terminated().numpy()
                 length[ended] = k + 2
                 alive &= ~ended
@@ -239,8 +247,20 @@ class Twin:
         def recorded_reset(rid: torch.Tensor, _qpos: Any = None, _qvel: Any = None) -> None:
             original(rid, qpos[rid], qvel[rid])
 
+        scenarios = [scenario_values(self.episodes[e]) for e in self.episode_of[ids.numpy()]]
+        names = sorted({n for s in scenarios for n in s})
+
+        def recorded_scenarios(rid: torch.Tensor, _gen: torch.Generator) -> tuple[torch.Tensor, dict]:
+            rows = rid.numpy()
+            return rid, {n: torch.tensor([scenarios[r].get(n, float("nan")) for r in rows], dtype=torch.float32)
+                         for n in names}
+
         self.sim.reset = recorded_reset  # type: ignore[method-assign]
+        if names:
+            self.task.scenario_draws = recorded_scenarios  # type: ignore[method-assign]
         try:
             self.task.reset(ids, self.env.gen)
         finally:
             del self.sim.reset
+            if names:
+                del self.task.scenario_draws

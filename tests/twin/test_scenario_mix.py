@@ -45,9 +45,10 @@ def test_unknown_scenario_parameter_is_an_error(tmp_path):
 
 
 def _task_env(task, path, mix, n, **overrides):
+    from robotrl.tasks import config_class
+
     from robotrl.envs.task_env import TaskEnv
     from robotrl.sim.backend import SimConfig
-    from robotrl.tasks import config_class
 
     cfg = config_class(task)(scenarios=str(path), scenario_mix=mix, **overrides)
     return TaskEnv(cfg, SimConfig(num_envs=n, nthread=1), seed=0)

@@ -1,0 +1,70 @@
+"""Triage: a failure the twin reproduces is a policy weakness, one it does not is a dynamics gap."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from robotrl.twin.episode import load_episode
+from robotrl.twin.physics import Physics
+
+
+@pytest.fixture(scope="module")
+def policies():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(63, 17), torch.nn.Tanh())
+
+    def torch_policy(obs, k):
+        return net(obs) * 0.5
+
+    def numpy_policy(obs):
+        with torch.no_grad():
+            return (net(torch.as_tensor(obs)) * 0.5).numpy()
+
+    return torch_policy, numpy_policy
+
+
+def test_triage_separates_policy_weakness_from_dynamics_gap(tmp_path, humanoid_profile, policies):
+    from robotrl.twin.record import record_episode
+    from robotrl.twin.scenarios import ScenarioFile
+    from robotrl.twin.triage import DYNAMICS_GAP, POLICY_WEAKNESS, triage, write_triage
+
+    torch_policy, numpy_policy = policies
+    strong = Physics(actuator_gain=3.0)  # the robot whose failures the twin must explain
+    bags = {name: record_episode("humanoid", tmp_path / "bags", torch_policy, 30, physics=phys,
+                                 profile=humanoid_profile, scenario=scenario, name=name)
+            for name, phys, scenario in (("hard_command", strong, {"cmd_vx": 1.5, "cmd_yaw": 0.0}),
+                                         ("weak_robot", Physics(), {"cmd_vx": 0.0, "cmd_yaw": 0.0}),
+                                         ("fine", strong, {"cmd_vx": 0.0, "cmd_yaw": 0.0}))}
+    episodes = [load_episode(b) for b in bags.values()]
+    assert [e.success for e in episodes] == [False, False, True]
+    assert episodes[0].metadata["scenario.cmd_vx"] == "1.5"
+    # the twin models the strong robot: it reproduces the hard-command failure, not the weak robot's
+    results = triage("humanoid", episodes, numpy_policy, physics=strong)
+    verdicts = {r.bag.rsplit("/", 1)[-1]: r.verdict for r in results}
+    assert verdicts == {"hard_command": POLICY_WEAKNESS, "weak_robot": DYNAMICS_GAP}
+    written = write_triage(tmp_path / "triage", "humanoid", results)
+    body = json.loads((tmp_path / "triage" / "triage.json").read_text())
+    assert body["counts"] == {POLICY_WEAKNESS: 1, DYNAMICS_GAP: 1}
+    weakness = ScenarioFile.load(tmp_path / "triage" / "policy_weakness.yaml")
+    assert weakness.regions[0].bounds["cmd_vx"][0] == pytest.approx(1.5 - 0.015)
+    gap = tmp_path / "triage" / "dynamics_gap" / "weak_robot"
+    assert gap.is_symlink() and (gap / "metadata.yaml").is_file() and gap.parent in written
+
+
+def test_closed_loop_applies_the_bags_scenario(tmp_path, humanoid_profile, policies):
+    from robotrl.twin.record import record_episode
+    from robotrl.twin.replay import Twin
+
+    torch_policy, numpy_policy = policies
+    pushes = {"push_interval_s": 0.06}  # a push every 4 steps (randomize is off: only scenario pushes)
+    bag = record_episode("humanoid", tmp_path, torch_policy, 20, profile=humanoid_profile, overrides=pushes,
+                         scenario={"push_vel": 1.0, "push_dir": 0.5})
+    ep = load_episode(bag)
+    roll = Twin("humanoid", [ep], overrides=pushes, nthread=1).closed_loop(numpy_policy)
+    n = int(roll.length[0])
+    assert n > 8 and np.abs(roll.q[0, :n] - ep.q[:n]).max() < 1e-6
+    ep.metadata = {k: v for k, v in ep.metadata.items() if not k.startswith("scenario.")}
+    unpushed = Twin("humanoid", [ep], overrides=pushes, nthread=1).closed_loop(numpy_policy)
+    assert np.abs(unpushed.q[0, :n] - ep.q[:n]).max() > 1e-3
