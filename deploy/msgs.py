@@ -264,6 +264,56 @@ class Image(IdlStruct, typename=_tn("sensor_msgs/msg/Image")):
     data: t.sequence[t.uint8] = field(default_factory=list)
 
 
+@_register("sensor_msgs/msg/RegionOfInterest")
+@dataclass
+@final
+class RegionOfInterest(IdlStruct, typename=_tn("sensor_msgs/msg/RegionOfInterest")):
+    """sensor_msgs/RegionOfInterest."""
+
+    x_offset: t.uint32 = 0
+    y_offset: t.uint32 = 0
+    height: t.uint32 = 0
+    width: t.uint32 = 0
+    do_rectify: bool = False
+
+
+@_register("sensor_msgs/msg/CameraInfo")
+@dataclass
+@final
+class CameraInfo(IdlStruct, typename=_tn("sensor_msgs/msg/CameraInfo")):
+    """sensor_msgs/CameraInfo: intrinsics ``k`` (3x3 row-major), distortion ``d``, projection ``p``."""
+
+    header: Header = field(default_factory=Header)
+    height: t.uint32 = 0
+    width: t.uint32 = 0
+    distortion_model: str = ""
+    d: t.sequence[t.float64] = field(default_factory=list)
+    k: t.array[t.float64, 9] = field(default_factory=lambda: [0.0] * 9)
+    r: t.array[t.float64, 9] = field(default_factory=lambda: [0.0] * 9)
+    p: t.array[t.float64, 12] = field(default_factory=lambda: [0.0] * 12)
+    binning_x: t.uint32 = 0
+    binning_y: t.uint32 = 0
+    roi: RegionOfInterest = field(default_factory=RegionOfInterest)
+
+
+@_register("sensor_msgs/msg/LaserScan")
+@dataclass
+@final
+class LaserScan(IdlStruct, typename=_tn("sensor_msgs/msg/LaserScan")):
+    """sensor_msgs/LaserScan: ``ranges[i]`` at ``angle_min + i * angle_increment`` (rad, CCW from x)."""
+
+    header: Header = field(default_factory=Header)
+    angle_min: t.float32 = 0.0
+    angle_max: t.float32 = 0.0
+    angle_increment: t.float32 = 0.0
+    time_increment: t.float32 = 0.0
+    scan_time: t.float32 = 0.0
+    range_min: t.float32 = 0.0
+    range_max: t.float32 = 0.0
+    ranges: t.sequence[t.float32] = field(default_factory=list)
+    intensities: t.sequence[t.float32] = field(default_factory=list)
+
+
 @_register("sensor_msgs/msg/CompressedImage")
 @dataclass
 @final

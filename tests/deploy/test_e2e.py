@@ -73,11 +73,10 @@ def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: fl
     a late state would make the node act on the previous one, and the rollouts would diverge.
     """
     from robotrl.deploy import msgs
-    from robotrl.deploy.dds import CycloneTransport
-    from robotrl.deploy.transport import RELIABLE_QOS
+    from robotrl.deploy.transport import RELIABLE_QOS, make_transport
 
     domain = free_domain()
-    watcher = CycloneTransport(domain_id=domain, localhost_only=True)
+    watcher = make_transport(transport, domain_id=domain, localhost_only=True, node_name="episode_watcher")
     sub = watcher.subscription("/sim/episode", msgs.DiagnosticArray, RELIABLE_QOS)
     bags = tmp_path / "bags"
     extra = [f"episode_length_s:={episode_length_s}"] if episode_length_s else []
@@ -240,7 +239,7 @@ def test_real_time_sim_robot_publishes_at_the_control_rate(humanoid_export, tmp_
     watcher = CycloneTransport(domain_id=domain, localhost_only=True)
     sub = watcher.subscription("/joint_states", msgs.JointState, SENSOR_QOS)
     sim = spawn(["robotrl.deploy.sim_robot", f"policy:={humanoid_export[2]}", "lockstep:=false",
-                 "transport:=cyclonedds"], domain, tmp_path / "sim.log")
+                 "transport:=cyclonedds", "use_sim_time:=true"], domain, tmp_path / "sim.log")
     stamps: list[float] = []
     arrivals: list[float] = []
     try:
@@ -255,6 +254,6 @@ def test_real_time_sim_robot_publishes_at_the_control_rate(humanoid_export, tmp_
         watcher.close()
     assert len(stamps) >= 200
     steps = np.diff(stamps[-150:])
-    assert np.allclose(steps, 0.015, atol=1e-9)  # one step of sim time per message
+    assert np.allclose(steps, 0.015, atol=1e-9)  # one step of sim time (use_sim_time) per message
     rate = 149 / (arrivals[-1] - arrivals[-150])
     assert rate == pytest.approx(1 / 0.015, rel=0.15)  # and real time: ~66.7 states per second

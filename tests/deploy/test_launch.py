@@ -125,10 +125,15 @@ def test_sim_launch_commands_run_with_ros_tail(humanoid_export, tmp_path):
         tail = ["--ros-args", "-r", f"__node:={n['name']}"]
         for p in n["params"]:
             tail += ["--params-file", p]
-        tail += ["-p", "duration_s:=4.0", "-p", "transport:=cyclonedds", "-p", "localhost_only:=true"]
+        # 12 s: the sim robot (torch + MuJoCo import, model build) takes several seconds to start on a loaded
+        # 2-core machine, and the node must still be running once it publishes
+        tail += ["-p", "duration_s:=12.0", "-p", "transport:=cyclonedds", "-p", "localhost_only:=true"]
         procs.append(subprocess.Popen([sys.executable, "-m", module, *n["args"], *tail], env=env, cwd=REPO,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = []
     for proc in procs:
         out, _ = proc.communicate(timeout=60)
+        outs.append(out)
         assert proc.returncode == 0, out[-3000:]
-    assert list((tmp_path / "bags").iterdir()), "the node armed and recorded nothing"
+    assert list((tmp_path / "bags").iterdir()), "the node armed and recorded nothing:\n" + "\n----\n".join(
+        o[-2000:] for o in outs)

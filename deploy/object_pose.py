@@ -1,0 +1,260 @@
+"""Object pose on a real robot (tool_use): an ArUco marker detector and a point-cloud ICP, both -> PoseStamped.
+
+Two sources of ``geometry_msgs/PoseStamped`` for the tool's pose in the camera's optical frame
+(x right, y down, z forward, as ``sensor_msgs/CameraInfo`` and OpenCV define it):
+
+* ``ArucoPoseSource``: an ArUco marker fixed on the tool; OpenCV detects its corners in an image
+  and ``solvePnP`` (``SOLVEPNP_IPPE_SQUARE``) gives the marker pose from the camera intrinsics of a
+  ``CameraInfo``; the known marker-in-object transform gives the object pose.
+* ``IcpPoseSource``: the tool's geometry (points sampled from its generated mesh) registered by
+  Open3D point-to-point ICP against the cloud back-projected from a depth image, from an initial
+  guess (the previous pose, or the ArUco one).
+
+Poses are ``ObjectPose``: position ``(3,)`` metres and quaternion ``(4,)`` (w, x, y, z); the ROS
+message order (x, y, z, w) appears only in ``to_pose_stamped``. Needs ``pip install
+'robotrl[vision]'`` (opencv-python-headless, open3d-cpu; Open3D loads ``libusb-1.0-0``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from robotrl.deploy import msgs
+
+
+def _cv2() -> Any:
+    try:
+        import cv2
+    except ImportError as exc:
+        raise ImportError("the ArUco object-pose source needs OpenCV: pip install 'robotrl[vision]'") from exc
+    return cv2
+
+
+def _o3d() -> Any:
+    try:
+        import open3d
+    except ImportError as exc:
+        raise ImportError("the ICP object-pose source needs Open3D: pip install 'robotrl[vision]' (and the system "
+                          "library libusb-1.0-0: apt-get install libusb-1.0-0)") from exc
+    return open3d
+
+
+@dataclass
+class Intrinsics:
+    """Pinhole intrinsics (pixels) and distortion of a camera.
+
+    Attributes:
+        fx, fy, cx, cy: focal lengths and principal point.
+        width, height: image size.
+        dist: distortion coefficients (plumb_bob ``k1 k2 t1 t2 k3``), zeros for none.
+
+    """
+
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    width: int
+    height: int
+    dist: np.ndarray
+
+    @classmethod
+    def from_camera_info(cls, info: Any) -> Intrinsics:
+        """From a ``sensor_msgs/CameraInfo`` (``k`` row-major 3x3, ``d``)."""
+        k = np.asarray(info.k, dtype=np.float64).reshape(3, 3)
+        if k[0, 0] <= 0 or k[1, 1] <= 0:
+            raise ValueError(f"CameraInfo has no intrinsics (K = {k.tolist()}); calibrate the camera first.")
+        dist = np.asarray(info.d, dtype=np.float64) if len(info.d) else np.zeros(5)
+        return cls(k[0, 0], k[1, 1], k[0, 2], k[1, 2], int(info.width), int(info.height), dist)
+
+    def matrix(self) -> np.ndarray:
+        """``(3, 3)`` camera matrix K."""
+        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+
+
+def camera_info_from_fovy(width: int, height: int, fovy_deg: float, frame_id: str = "camera_optical") -> Any:
+    """The ``CameraInfo`` of an ideal pinhole camera with vertical field of view ``fovy_deg`` (a MuJoCo camera)."""
+    f = 0.5 * height / np.tan(np.radians(fovy_deg) / 2)
+    cx, cy = (width - 1) / 2, (height - 1) / 2
+    return msgs.CameraInfo(header=msgs.Header(frame_id=frame_id), height=height, width=width,
+                           distortion_model="plumb_bob", d=[0.0] * 5,
+                           k=[f, 0.0, cx, 0.0, f, cy, 0.0, 0.0, 1.0], r=[1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0],
+                           p=[f, 0.0, cx, 0.0, 0.0, f, cy, 0.0, 0.0, 0.0, 1.0, 0.0])
+
+
+@dataclass
+class ObjectPose:
+    """A rigid pose: ``position`` ``(3,)`` (m), ``quat`` ``(4,)`` (w, x, y, z), plus a quality score."""
+
+    position: np.ndarray
+    quat: np.ndarray
+    score: float = 1.0
+
+    def matrix(self) -> np.ndarray:
+        """``(4, 4)`` homogeneous transform."""
+        out = np.eye(4)
+        out[:3, :3] = rot_from_wxyz(self.quat)
+        out[:3, 3] = self.position
+        return out
+
+    @classmethod
+    def from_matrix(cls, t: np.ndarray, score: float = 1.0) -> ObjectPose:
+        """From a ``(4, 4)`` homogeneous transform."""
+        return cls(np.asarray(t[:3, 3], dtype=np.float64).copy(), wxyz_from_rot(t[:3, :3]), score)
+
+
+def rot_from_wxyz(q: np.ndarray) -> np.ndarray:
+    """``(3, 3)`` rotation of unit quaternion ``q`` (w, x, y, z)."""
+    w, x, y, z = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def wxyz_from_rot(r: np.ndarray) -> np.ndarray:
+    """Unit quaternion (w, x, y, z), ``w >= 0``, of rotation matrix ``r`` ``(3, 3)``."""
+    m = np.asarray(r, dtype=np.float64)
+    tr = np.trace(m)
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        q = [0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s]
+    else:
+        i = int(np.argmax(np.diag(m)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + m[i, i] - m[j, j] - m[k, k])
+        q = [0.0, 0.0, 0.0, 0.0]
+        q[0] = (m[k, j] - m[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (m[j, i] + m[i, j]) / s
+        q[1 + k] = (m[k, i] + m[i, k]) / s
+    q = np.asarray(q)
+    q /= np.linalg.norm(q)
+    return q if q[0] >= 0 else -q
+
+
+def pose_error(a: ObjectPose, b: ObjectPose) -> tuple[float, float]:
+    """``(position error m, rotation error deg)`` between two poses."""
+    dr = rot_from_wxyz(a.quat).T @ rot_from_wxyz(b.quat)
+    angle = np.degrees(np.arccos(np.clip((np.trace(dr) - 1.0) / 2.0, -1.0, 1.0)))
+    return float(np.linalg.norm(a.position - b.position)), float(angle)
+
+
+def to_pose_stamped(pose: ObjectPose, header: Any) -> Any:
+    """A ``geometry_msgs/PoseStamped`` (quaternion in ROS order x, y, z, w)."""
+    w, x, y, z = (float(v) for v in pose.quat)
+    p = pose.position
+    return msgs.PoseStamped(header=header, pose=msgs.Pose(msgs.Point(float(p[0]), float(p[1]), float(p[2])),
+                                                          msgs.Quaternion(x=x, y=y, z=z, w=w)))
+
+
+class ArucoPoseSource:
+    """Object pose from one ArUco marker on it (module docstring).
+
+    Args:
+        marker_id: the marker's id in ``dictionary``.
+        marker_length: side of the marker's black square (m).
+        marker_in_object: ``(4, 4)`` pose of the marker frame in the object frame (marker frame:
+            origin at the square's centre, x right and y up in the printed image, z out of it).
+        dictionary: OpenCV predefined dictionary name.
+
+    """
+
+    def __init__(self, marker_id: int, marker_length: float, marker_in_object: np.ndarray | None = None,
+                 dictionary: str = "DICT_4X4_50") -> None:
+        cv2 = _cv2()
+        self.cv2 = cv2
+        self.marker_id, self.length = int(marker_id), float(marker_length)
+        self.marker_in_object = np.eye(4) if marker_in_object is None else np.asarray(marker_in_object, np.float64)
+        self.object_in_marker = np.linalg.inv(self.marker_in_object)
+        self.dictionary = cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, dictionary))
+        params = cv2.aruco.DetectorParameters()
+        params.cornerRefinementMethod = cv2.aruco.CORNER_REFINE_SUBPIX
+        self.detector = cv2.aruco.ArucoDetector(self.dictionary, params)
+        h = self.length / 2
+        # OpenCV's corner order: top-left, top-right, bottom-right, bottom-left of the printed marker
+        self.corners3d = np.array([[-h, h, 0.0], [h, h, 0.0], [h, -h, 0.0], [-h, -h, 0.0]])
+
+    def marker_image(self, pixels: int) -> np.ndarray:
+        """The printable marker ``(pixels, pixels)`` uint8 (for the sim's texture, or to print)."""
+        return self.cv2.aruco.generateImageMarker(self.dictionary, self.marker_id, pixels)
+
+    def estimate(self, image: np.ndarray, intrinsics: Intrinsics) -> ObjectPose | None:
+        """The object pose in the camera's optical frame, or None when the marker is not seen.
+
+        Args:
+            image: ``(H, W)`` grey or ``(H, W, 3)`` RGB uint8.
+            intrinsics: the camera's (``Intrinsics.from_camera_info``).
+
+        """
+        cv2 = self.cv2
+        grey = image if image.ndim == 2 else cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY)
+        corners, ids, _ = self.detector.detectMarkers(grey)
+        if ids is None:
+            return None
+        hits = [c for c, i in zip(corners, ids.reshape(-1), strict=True) if int(i) == self.marker_id]
+        if not hits:
+            return None
+        ok, rvec, tvec = cv2.solvePnP(self.corners3d, hits[0].reshape(4, 2).astype(np.float64), intrinsics.matrix(),
+                                      intrinsics.dist, flags=cv2.SOLVEPNP_IPPE_SQUARE)
+        if not ok:
+            return None
+        cam_marker = np.eye(4)
+        cam_marker[:3, :3] = cv2.Rodrigues(rvec)[0]
+        cam_marker[:3, 3] = tvec.reshape(3)
+        return ObjectPose.from_matrix(cam_marker @ self.object_in_marker)
+
+
+def depth_to_points(depth: np.ndarray, intrinsics: Intrinsics, max_depth: float = 5.0) -> np.ndarray:
+    """``(K, 3)`` optical-frame points of the valid pixels of ``depth`` ``(H, W)`` (metres)."""
+    h, w = depth.shape
+    v, u = np.mgrid[0:h, 0:w]
+    z = depth.astype(np.float64)
+    ok = np.isfinite(z) & (z > 0) & (z < max_depth)
+    x = (u[ok] - intrinsics.cx) * z[ok] / intrinsics.fx
+    y = (v[ok] - intrinsics.cy) * z[ok] / intrinsics.fy
+    return np.stack([x, y, z[ok]], axis=1)
+
+
+class IcpPoseSource:
+    """Object pose by ICP of its model points against a depth camera's cloud (module docstring).
+
+    Args:
+        model_points: ``(M, 3)`` points on the object's surface, object frame (e.g. sampled from
+            the tool's generated mesh).
+        voxel: down-sampling voxel size (m) of both clouds.
+        max_correspondence: ICP correspondence distance (m); the initial guess must be closer.
+        crop_radius: scene points farther than this from the initial guess are dropped (m).
+
+    """
+
+    def __init__(self, model_points: np.ndarray, voxel: float = 0.002, max_correspondence: float = 0.02,
+                 crop_radius: float = 0.15) -> None:
+        self.o3d = _o3d()
+        self.model = self._cloud(np.asarray(model_points, dtype=np.float64), voxel)
+        self.voxel, self.max_corr, self.crop = voxel, max_correspondence, crop_radius
+
+    def _cloud(self, points: np.ndarray, voxel: float) -> Any:
+        pc = self.o3d.geometry.PointCloud(self.o3d.utility.Vector3dVector(points))
+        return pc.voxel_down_sample(voxel) if voxel > 0 else pc
+
+    def estimate(self, depth: np.ndarray, intrinsics: Intrinsics, initial: ObjectPose) -> ObjectPose | None:
+        """The object pose in the optical frame from ``depth`` ``(H, W)`` metres, starting at ``initial``.
+
+        Returns None when too few scene points lie near the initial guess. ``score`` is ICP's
+        fitness (share of scene points with a model point within the correspondence distance).
+        """
+        points = depth_to_points(depth, intrinsics)
+        near = np.linalg.norm(points - initial.position, axis=1) < self.crop
+        if near.sum() < 30:
+            return None
+        scene = self._cloud(points[near], self.voxel)
+        reg = self.o3d.pipelines.registration
+        # scene -> model: every seen point lies on the model, while the model's hidden faces have no
+        # counterpart in the scene (registering model -> scene would be pulled toward them)
+        result = reg.registration_icp(scene, self.model, self.max_corr, np.linalg.inv(initial.matrix()),
+                                      reg.TransformationEstimationPointToPoint(),
+                                      reg.ICPConvergenceCriteria(max_iteration=100, relative_rmse=1e-9,
+                                                                 relative_fitness=1e-9))
+        return ObjectPose.from_matrix(np.linalg.inv(np.asarray(result.transformation)), float(result.fitness))
