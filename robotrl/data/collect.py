@@ -127,15 +127,28 @@ def collect(
     success_only: bool = False,
     seed: int = 0,
     max_steps: int | None = None,
+    extra_obs: tuple[str, ...] = (),
 ) -> list[Episode]:
     """Roll ``teacher`` (``obs dict -> (N, A)``) until ``episodes`` episodes are recorded.
 
     Every world records its first ``ceil(episodes / N)`` (kept) episodes, so the set is not
     biased toward short episodes the way "the first episodes to finish" would be.
 
+    Args:
+        env: the VecEnv to roll.
+        teacher: ``obs dict -> (N, A)`` actions (optionally with ``reset(ids)``).
+        episodes: episodes to record.
+        noise: std of Gaussian noise added to each teacher action.
+        success_only: keep successful episodes only.
+        seed: noise seed.
+        max_steps: env steps before giving up (default ``50 * max_episode_length * per-world episodes``).
+        extra_obs: further observation keys to record per step (``image``, ``instruction``),
+            returned under ``extra_obs`` and written as ``obs/<key>`` by ``write_demos``.
+
     Returns:
         Episodes with ``obs``, ``next_obs``, ``actions`` (the noisy actions actually applied),
-        ``rewards``, ``terminated`` (per-step tensors) and ``success``.
+        ``rewards``, ``terminated`` (per-step tensors), ``success`` and, with ``extra_obs``,
+        ``extra_obs`` (dict of per-step tensors).
 
     """
     gen = torch.Generator(device=env.device)
@@ -143,7 +156,7 @@ def collect(
     n = env.num_envs
     obs = env.reset()
     current: list[dict[str, list[torch.Tensor]]] = [
-        {k: [] for k in ("obs", "next_obs", "actions", "rewards", "terminated")} for _ in range(n)
+        {k: [] for k in ("obs", "next_obs", "actions", "rewards", "terminated", *extra_obs)} for _ in range(n)
     ]
     per_world = max(1, -(-episodes // n))
     recorded = [0] * n
@@ -164,6 +177,8 @@ def collect(
                 ep["actions"].append(action[i].cpu())
                 ep["rewards"].append(reward[i].cpu())
                 ep["terminated"].append(terminated[i].cpu())
+                for key in extra_obs:
+                    ep[key].append(obs[key][i].cpu())
             done = (terminated | truncated).nonzero().squeeze(1).tolist()
             for j, i in enumerate(done):
                 success = bool(info["episode"]["success"][j] > 0.5)
@@ -172,7 +187,7 @@ def collect(
                         (
                             recorded[i],
                             i,
-                            {k: torch.stack(v) for k, v in current[i].items()} | {"success": success},
+                            _episode(current[i], extra_obs) | {"success": success},
                         )
                     )
                     recorded[i] += 1
@@ -186,6 +201,13 @@ def collect(
         f"Recorded only {len(out)} of {episodes} episodes in {limit} steps; "
         "lower episodes or drop success_only."
     )
+
+
+def _episode(steps: dict[str, list[torch.Tensor]], extra_obs: tuple[str, ...]) -> Episode:
+    ep: Episode = {k: torch.stack(v) for k, v in steps.items() if k not in extra_obs}
+    if extra_obs:
+        ep["extra_obs"] = {k: torch.stack(steps[k]) for k in extra_obs}
+    return ep
 
 
 def main(argv: list[str]) -> int:

