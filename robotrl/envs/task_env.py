@@ -238,6 +238,29 @@ class TaskEnv(VecEnv):
             obs["policy"] = obs["policy"] + self.cfg.obs_noise_std * noise
         return obs
 
+    def reset_groups(self, group_size: int) -> Obs:
+        """Reset every world, then make each block of ``group_size`` worlds a copy of its first world.
+
+        GRPO's groups: ``G`` rollouts of one task instance from one reset state, side by side
+        in the batch (worlds ``g*G .. g*G+G-1``). Needs the task's ``copy_worlds(src, dst)``.
+
+        Raises:
+            ValueError: ``num_envs`` is not a multiple of ``group_size``.
+            NotImplementedError: the task cannot copy world state.
+
+        """
+        if self.num_envs % group_size:
+            raise ValueError(f"num_envs={self.num_envs} is not a multiple of group_size={group_size}.")
+        if not hasattr(self.task, "copy_worlds"):
+            raise NotImplementedError(f"Task {self.cfg.name!r} has no copy_worlds(src, dst): no same-state groups.")
+        self._reset_ids(self._arange)
+        src = torch.div(self._arange, group_size, rounding_mode="floor") * group_size
+        dst = (self._arange != src).nonzero().squeeze(1)
+        self.task.copy_worlds(src[dst], dst)
+        self._delay[dst] = self._delay[src[dst]]
+        self._obs = self._observe()
+        return self._obs
+
     def _render(self, ids: torch.Tensor) -> torch.Tensor:
         """``(k, H, W, 3)`` uint8 frames of worlds ``ids`` on ``self.device``."""
         frames = self.sim.render(self.camera, ids, self.image_size)

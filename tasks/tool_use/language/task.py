@@ -180,6 +180,19 @@ class ToolUseLanguageTask(Task):
         self.target_tool[ids] = self._instr_target[self.instruction[ids]]
         self.best_dist[ids] = self._target_dist()[ids]
 
+    def copy_worlds(self, src: torch.Tensor, dst: torch.Tensor) -> None:
+        """Make worlds ``dst`` ``(k,)`` exact copies of worlds ``src`` ``(k,)`` (sim state and task state).
+
+        Used right after a reset for GRPO groups: every rollout of a group starts from one state.
+        The per-world grasp pose (``qpos0``) is not copied: every attach writes it afresh.
+        """
+        self.sim.reset(dst, self.qpos[src].clone(), self.qvel[src].clone())
+        self.eq_active[dst] = self.eq_active[src]
+        self.ctrl[dst] = self.ctrl[src]
+        for buf in (self.instruction, self.target_tool, self.held, self.targets, self.best_dist, self.succeeded,
+                    self.wrong, self._gain):
+            buf[dst] = buf[src]
+
     def apply_action(self, action: torch.Tensor) -> None:
         """Move the gripper target by ``action_scale * a[:3]``; ``a[3] > 0`` grips, ``<= 0`` releases."""
         self.targets.copy_((self.targets + self.cfg.action_scale * action[:, :3]).clamp(-0.45, 0.45))
