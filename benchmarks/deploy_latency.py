@@ -1,6 +1,11 @@
-"""Deploy latency: observation -> command over Cyclone DDS on loopback, policy node at 50 Hz.
+"""Deploy latency: observation -> command over ROS 2 on loopback (Cyclone DDS or rclpy), policy node at 50 Hz.
 
-    python benchmarks/deploy_latency.py [--seconds 60] [--sensor-hz 200] [--policy export/policy.json]
+    flock /tmp/robotrl-cpu.lock python benchmarks/deploy_latency.py --transport rclpy [--rt-priority 10]
+        [--seconds 60] [--sensor-hz 200] [--policy export/policy.json]
+
+``--transport`` is used by both the node and this robot-side process (``rclpy``: real rclpy on
+Fast DDS, ``robotrl[ros2]``). Keys are saved under the tag ``<transport>_<rt|no_rt>`` unless
+``--tag`` says otherwise, merged into the JSON, so the four configurations sit side by side.
 
 A real ``robotrl-deploy`` process (humanoid-sized MLP in onnxruntime, full safety chain,
 forward_command output, status/debug topics, no recording) runs against this process, which
@@ -70,7 +75,8 @@ def main() -> int:
     ap.add_argument("--rate-hz", type=float, default=50.0)
     ap.add_argument("--policy", default="")
     ap.add_argument("--domain", type=int, default=231)
-    ap.add_argument("--tag", default="", help="prefix the saved keys (e.g. no_rt) and merge into the existing JSON")
+    ap.add_argument("--tag", default=None, help="prefix of the saved keys (default <transport>_<rt|no_rt>)")
+    ap.add_argument("--transport", default="cyclonedds", choices=["cyclonedds", "rclpy"])
     ap.add_argument("--rt-priority", type=int, default=0,
                     help="SCHED_FIFO priority of the node and of this robot-side process (0: off)")
     args = ap.parse_args()
@@ -78,9 +84,8 @@ def main() -> int:
         ap.error("--seconds is capped at 60 on this shared machine")
 
     from robotrl.deploy import msgs
-    from robotrl.deploy.dds import CycloneTransport
     from robotrl.deploy.profile import profile_path
-    from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS
+    from robotrl.deploy.transport import RELIABLE_QOS, SENSOR_QOS, make_transport
 
     tmp = Path(tempfile.mkdtemp(prefix="deploy_latency_"))
     spec = Path(args.policy) if args.policy else make_policy(tmp)
@@ -91,7 +96,7 @@ def main() -> int:
 
     if args.rt_priority > 0:  # the robot side too (a ros2_control loop runs real-time); threads inherit it
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
-    tr = CycloneTransport(domain_id=args.domain, localhost_only=True)
+    tr = make_transport(args.transport, domain_id=args.domain, localhost_only=True, node_name="bench_robot")
     pubs = {"js": tr.publisher("/joint_states", msgs.JointState, SENSOR_QOS),
             "imu": tr.publisher("/imu/data", msgs.Imu, SENSOR_QOS),
             "odom": tr.publisher("/odom", msgs.Odometry, SENSOR_QOS)}
@@ -99,7 +104,7 @@ def main() -> int:
     timing_sub = tr.subscription("/robotrl/timing", msgs.Float64MultiArray, RELIABLE_QOS)
     env = {**os.environ, "ROS_DOMAIN_ID": str(args.domain)}
     node = subprocess.Popen([sys.executable, "-m", "robotrl.deploy.node", f"policy:={spec}",
-                             f"robot:={tmp / 'robot.yaml'}", "transport:=cyclonedds", "localhost_only:=true",
+                             f"robot:={tmp / 'robot.yaml'}", f"transport:={args.transport}", "localhost_only:=true",
                              "log_level:=ERROR", f"rt_priority:={args.rt_priority}"], env=env)
     commands, timings = [], []
     period = 1.0 / args.sensor_hz
@@ -158,12 +163,14 @@ def main() -> int:
         "obs_age_p50_ms": pct(age, 50), "obs_age_p99_ms": pct(age, 99),
         "missed_periods": missed, "commands": int(ok.sum()), "seconds": args.seconds, "rate_hz": args.rate_hz,
         "sensor_hz": args.sensor_hz, "load_avg_1min_at_end": os.getloadavg()[0],
-        "transport": "cyclonedds loopback (localhost_only)", "rt_priority": args.rt_priority,
+        "transport": f"{args.transport} loopback (localhost_only)", "rt_priority": args.rt_priority,
     }
     rows = [(k, f"{v:.3f}" if isinstance(v, float) else str(v)) for k, v in figures.items()]
-    print(table(rows, f"deploy latency, {args.rate_hz:g} Hz policy, {args.seconds:g} s"))
-    if args.tag:
-        figures = {f"{args.tag}_{k}": v for k, v in figures.items()}
+    print(table(rows, f"deploy latency, {args.transport}, rt_priority {args.rt_priority}, {args.rate_hz:g} Hz policy, "
+                      f"{args.seconds:g} s"))
+    tag = args.tag if args.tag is not None else f"{args.transport}_{'rt' if args.rt_priority > 0 else 'no_rt'}"
+    if tag:
+        figures = {f"{tag}_{k}": v for k, v in figures.items()}
     print(f"saved {save('deploy_latency', figures, merge=True)}")
     return 0
 
