@@ -7,8 +7,8 @@ Two sources of ``geometry_msgs/PoseStamped`` for the tool's pose in the camera's
   and ``solvePnP`` (``SOLVEPNP_IPPE_SQUARE``) gives the marker pose from the camera intrinsics of a
   ``CameraInfo``; the known marker-in-object transform gives the object pose.
 * ``IcpPoseSource``: the tool's geometry (points sampled from its generated mesh) registered by
-  Open3D point-to-point ICP against the cloud back-projected from a depth image, from an initial
-  guess (the previous pose, or the ArUco one).
+  Open3D ICP (point-to-point, then point-to-plane, coarse to fine) against the cloud
+  back-projected from a depth image, from an initial guess (the previous pose, or the ArUco one).
 
 Poses are ``ObjectPose``: position ``(3,)`` metres and quaternion ``(4,)`` (w, x, y, z); the ROS
 message order (x, y, z, w) appears only in ``to_pose_stamped``. Needs ``pip install
@@ -233,6 +233,7 @@ class IcpPoseSource:
                  crop_radius: float = 0.15) -> None:
         self.o3d = _o3d()
         self.model = self._cloud(np.asarray(model_points, dtype=np.float64), voxel)
+        self.model.estimate_normals(self.o3d.geometry.KDTreeSearchParamHybrid(radius=4 * max(voxel, 1e-3), max_nn=30))
         self.voxel, self.max_corr, self.crop = voxel, max_correspondence, crop_radius
 
     def _cloud(self, points: np.ndarray, voxel: float) -> Any:
@@ -253,8 +254,13 @@ class IcpPoseSource:
         reg = self.o3d.pipelines.registration
         # scene -> model: every seen point lies on the model, while the model's hidden faces have no
         # counterpart in the scene (registering model -> scene would be pulled toward them)
-        result = reg.registration_icp(scene, self.model, self.max_corr, np.linalg.inv(initial.matrix()),
-                                      reg.TransformationEstimationPointToPoint(),
-                                      reg.ICPConvergenceCriteria(max_iteration=100, relative_rmse=1e-9,
-                                                                 relative_fitness=1e-9))
+        # coarse to fine: point-to-point within max_correspondence, then point-to-plane (the model's
+        # face normals) with a shrinking correspondence distance
+        criteria = reg.ICPConvergenceCriteria(max_iteration=100, relative_rmse=1e-9, relative_fitness=1e-9)
+        t = np.linalg.inv(initial.matrix())
+        result = reg.registration_icp(scene, self.model, self.max_corr, t,
+                                      reg.TransformationEstimationPointToPoint(), criteria)
+        for dist in (self.max_corr / 2, self.max_corr / 4):
+            result = reg.registration_icp(scene, self.model, dist, result.transformation,
+                                          reg.TransformationEstimationPointToPlane(), criteria)
         return ObjectPose.from_matrix(np.linalg.inv(np.asarray(result.transformation)), float(result.fitness))
