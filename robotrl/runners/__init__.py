@@ -12,6 +12,9 @@ _RUNNERS: dict[str, str] = {
     "sac": "robotrl.runners.off_policy:OffPolicyRunner",
     "residual": "robotrl.runners.off_policy:OffPolicyRunner",
     "bc": "robotrl.runners.off_policy:OffPolicyRunner",
+    "vla_sft": "robotrl.runners.vla:VLARunner",
+    "grpo": "robotrl.runners.vla:VLARunner",
+    "vla_ppo": "robotrl.runners.vla:VLARunner",
 }
 
 
