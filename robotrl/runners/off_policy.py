@@ -20,6 +20,7 @@ import torch
 from robotrl.algos.base import Algorithm
 from robotrl.envs.base import VecEnv
 from robotrl.policies.frozen import ChunkExecutor, FrozenPolicy, load_frozen
+from robotrl.rewards.env import wrap_vlm_rewards
 from robotrl.runners.base import EpisodeStats, Runner
 from robotrl.storage.checkpoint import load_tensors, prefixed, save_tensors
 from robotrl.storage.replay import ReplayBuffer
@@ -93,7 +94,9 @@ class OffPolicyRunner(Runner):
 
             env = make_env(cfg.task, cfg.sim, seed=cfg.seed)
         self.task_env = env
-        self.env: VecEnv = env
+        # reward=vlm_rm|clg: a VLM reward term scored from rendered frames (robotrl.rewards.env); none: no-op
+        self.env: VecEnv = wrap_vlm_rewards(env, getattr(cfg, "reward", None))
+        self._relabel = getattr(self.env, "relabel_replay", None)  # late async scores -> their replay slots
         self.base_path = ""
         self.base_module: torch.nn.Module | None = None
         self.base_meta: dict[str, Any] = {}
@@ -161,7 +164,7 @@ class OffPolicyRunner(Runner):
                     "train the base on the same task settings (see its config_yaml)."
                 )
         self.base_path = base_path
-        self.env = BaseActionEnv(self.task_env, base, acfg.reward)
+        self.env = BaseActionEnv(self.env, base, acfg.reward)
         demos_path = acfg.demos or (base_path if base_path and is_dataset(base_path) else "")
         demos = None
         if demos_path:
@@ -237,17 +240,21 @@ class OffPolicyRunner(Runner):
         if self.cfg.algo.name == "bc":
             return obs, self.algo.update(obs), 0
         totals: dict[str, float] = {}
+        vlm: dict[str, float] = {}
         n_updates = 0
         for _ in range(self.cfg.algo.steps_per_iteration):
             action = self.algo.act(obs)
             obs, reward, terminated, truncated, info = self.env.step(action)
             self.algo.process_step(obs, reward, terminated, truncated, info)
             stats.observe(info)
+            if self._relabel is not None:  # before any gradient step samples these transitions
+                for k, v in self._relabel(self.algo.replay).items():  # type: ignore[attr-defined]
+                    vlm[k] = vlm.get(k, 0.0) + v
             if self.algo.ready():
                 for k, v in self.algo.update(obs).items():
                     totals[k] = totals.get(k, 0.0) + v
                 n_updates += 1
-        update = {k: v / n_updates for k, v in totals.items()} if n_updates else {}
+        update = ({k: v / n_updates for k, v in totals.items()} if n_updates else {}) | vlm
         update["updates"] = float(getattr(self.algo, "num_updates", 0))
         return obs, update, self.cfg.algo.steps_per_iteration * self.env.num_envs
 
