@@ -76,6 +76,8 @@ class ScenarioFile:
 
     def sample(self, k: int, gen: torch.Generator, device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
         """Draw ``k`` scenarios: ``{name: (k,) float32}`` with NaN where a drawn region leaves ``name`` free."""
+        if k == 0:
+            return {p.name: torch.zeros(0, device=device) for p in self.params}
         weights = torch.tensor([max(r.failure_rate, 1e-3) for r in self.regions])
         pick = torch.multinomial(weights, k, replacement=True, generator=gen)
         kinds = {p.name: p.kind for p in self.params}

@@ -43,6 +43,7 @@ def test_scenario_file_round_trip_and_sampling_stays_in_boxes(tmp_path):
     t = draws["thickness"]
     assert ((t >= 0.005) & (t <= 0.02)).all()
     assert torch.isnan(draws["mass"]).all()  # left to the task's own draw
+    assert loaded.sample(0, torch.Generator())["thickness"].shape == (0,)  # a reset where no world drew
     (tmp_path / "bad.yaml").write_text(path.read_text().replace("thickness: [", "nope: [").replace(
         "thickness:\n", "nope:\n"))
     with pytest.raises(ValueError, match="undeclared"):
