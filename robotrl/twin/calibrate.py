@@ -27,7 +27,7 @@ import numpy as np
 from robotrl.twin.episode import Episode
 from robotrl.twin.physics import Physics, model_with, save_physics
 from robotrl.twin.record import actuator_ids, make_task_env
-from robotrl.twin.replay import _rotate
+from robotrl.twin.replay import _rotate, episode_scene
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,6 @@ class _Problem:
     """The sysid objects for one task model and a list of episodes."""
 
     def __init__(self, task: str, episodes: list[Episode], overrides: dict[str, Any] | None, delay: int) -> None:
-        import mujoco
 
         sid = sysid()
         env = make_task_env(task, overrides)
@@ -94,12 +93,29 @@ class _Problem:
             raise TypeError(f"task {task!r} has no build_spec(): calibration needs the uncompiled model.")
         self.model = env.sim.model
         self.frame_skip = env.cfg.frame_skip
-        model, names = self.model, episodes[0].joint_names
+        self.base: dict[int, Any] = {}  # id(spec) -> the nominal model of that episode's scene
+        self.sequences = []
+        for ep in episodes:
+            scene_model, qpos0, qvel0 = episode_scene(task, ep, overrides)
+            spec = self.spec_fn()
+            self.base[id(spec)] = scene_model
+            init, ctrl, sensor, obs_names = self._sequence(sid, scene_model, qpos0, qvel0, ep, delay)
+            self.sequences.append(sid.ModelSequences(ep.path.name, spec, [ep.path.name], [init], [ctrl], [sensor],
+                                                     allow_missing_sensors=True))
+        self.obs = [(n, sid.SignalType.MjStateQPos if n.endswith("_qpos") else sid.SignalType.MjStateQVel)
+                    for n in obs_names]
+
+    def _sequence(self, sid: Any, model: Any, qpos0: np.ndarray, qvel0: np.ndarray, ep: Episode, delay: int
+                  ) -> tuple[Any, Any, Any, list[str]]:
+        """The sysid initial state, control and sensor series of one episode in its scene ``model``."""
+        import mujoco
+
+        episodes = [ep]
+        names = ep.joint_names
         act = actuator_ids(model, names)
         floating = int(model.jnt_type[0]) == int(mujoco.mjtJoint.mjJNT_FREE)
         root = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, 1)
-        qpos0, qvel0 = env.sim.bind("qpos")[0].numpy().copy(), env.sim.bind("qvel")[0].numpy().copy()
-        ctrl0 = env.sim.bind("ctrl")[0].numpy().copy()
+        ctrl0 = np.zeros(model.nu)
         obs_names = [f"{j}_qpos" for j in names] + [f"{j}_qvel" for j in names]
         if floating and all(e.floating for e in episodes):
             obs_names = [f"{root}_qpos", *obs_names]
@@ -125,15 +141,12 @@ class _Problem:
                 data = [np.concatenate([ep.base_pos, ep.base_quat], axis=1), *data]
             t = np.arange(ep.num_steps) * h * self.frame_skip
             sensors.append(sid.TimeSeries.from_names(t, np.concatenate(data, axis=1), model, obs_names))
-        self.sequences = [sid.ModelSequences(task, self.spec_fn(), [ep.path.name for ep in episodes], inits,
-                                             controls, sensors, allow_missing_sensors=True)]
-        self.obs = [(n, sid.SignalType.MjStateQPos if n.endswith("_qpos") else sid.SignalType.MjStateQVel)
-                    for n in obs_names]
+        return inits[0], controls[0], sensors[0], obs_names
 
-    def build_model(self, params: Any, _spec: Any = None) -> Any:
-        """The sysid ``BuildModelFn``: the nominal model with the candidate multipliers."""
+    def build_model(self, params: Any, spec: Any = None) -> Any:
+        """The sysid ``BuildModelFn``: the episode's scene model (by ``spec``) with the candidate multipliers."""
         values = {name: float(params[name].value[0]) for name in params.keys()}
-        return model_with(self.model, Physics(**values))
+        return model_with(self.base.get(id(spec), self.model), Physics(**values))
 
 
 def calibrate(task: str, episodes: list[Episode], params: tuple[str, ...] = DEFAULT_PARAMS,

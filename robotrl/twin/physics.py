@@ -123,12 +123,13 @@ def apply_physics(sim: BatchSim, ids: list[int], physics: list[Physics], nominal
                   ) -> None:
     """Give worlds ``ids`` their physics (``physics[i]`` for ``ids[i]``), relative to ``nominal``.
 
-    ``nominal`` defaults to ``sim.model`` (the compiled, unperturbed model).
+    ``nominal`` defaults to each world's own current model (``sim.get_world``), so per-world
+    scene fields (a tool's mass and size) are kept and scaled, not reset to the compiled model's.
     """
     import torch
 
-    base = nominal if nominal is not None else sim.model
-    per_world = [_field_values(base, p) for p in physics]
+    bases = [nominal if nominal is not None else sim.get_world(int(w))[0] for w in ids]
+    per_world = [_field_values(b, p) for b, p in zip(bases, physics, strict=True)]
     idx = torch.as_tensor(ids, dtype=torch.long)
     for name in per_world[0]:
         values = torch.as_tensor(np.stack([w[name] for w in per_world]))

@@ -62,6 +62,27 @@ class Rollout:
     success: np.ndarray | None = None
 
 
+# Model fields a task may set per world for its scene (tool geometry, inertia, friction).
+SCENE_FIELDS = ("geom_size", "geom_pos", "geom_quat", "geom_rbound", "geom_aabb", "body_mass", "body_inertia",
+                "body_ipos", "body_iquat", "geom_friction")
+
+
+def episode_scene(task: str, episode: Episode, overrides: dict[str, Any] | None = None
+                  ) -> tuple[Any, np.ndarray, np.ndarray]:
+    """``(model, qpos (nq,), qvel (nv,))`` of the world an episode was recorded in (nominal physics).
+
+    Rebuilt as ``record_episode`` builds it: the task with the bag's ``seed`` and its
+    ``scenario.<name>`` values applied to world 0.
+    """
+    env = make_task_env(task, overrides, seed=int(episode.metadata.get("seed", 0)))
+    scenario = scenario_values(episode)
+    if scenario:
+        values = {k: torch.tensor([v]) for k, v in scenario.items()}
+        env.task.apply_scenario(torch.tensor([0]), values, env.gen)
+    model, _ = env.sim.get_world(0)
+    return model, env.sim.bind("qpos")[0].numpy().copy(), env.sim.bind("qvel")[0].numpy().copy()
+
+
 def scenario_values(episode: Episode) -> dict[str, float]:
     """The scenario parameters an episode's bag metadata records (``scenario.<name>: value``)."""
     return {k.removeprefix("scenario."): float(v) for k, v in episode.metadata.items() if k.startswith("scenario.")}
@@ -115,12 +136,32 @@ class Twin:
         self.length = np.asarray([episodes[e].num_steps for e in self.episode_of])
         self._qpos0 = self.sim.bind("qpos").clone()
         self._qvel0 = self.sim.bind("qvel").clone()
+        self._source_scenes(task, overrides)
         if any(not p.is_nominal() for p in self.candidates):
-            apply_physics(self.sim, list(range(self.W)), [self.candidates[c] for c in self.candidate_of], model)
+            apply_physics(self.sim, list(range(self.W)), [self.candidates[c] for c in self.candidate_of])
         self.dt = float(self.env.step_dt)
         rec_dt = episodes[0].dt
         if rec_dt and abs(rec_dt - self.dt) > 1e-6:
             log.warning("episodes were recorded at %.4f s per step; the twin steps %.4f s", rec_dt, self.dt)
+
+    def _source_scenes(self, task: str, overrides: dict[str, Any] | None) -> None:
+        """Give each world the scene its episode was recorded in (``episode_scene``).
+
+        What a robot does not report (a tool's identity, size and initial pose) comes from the
+        recorder's own world: the bag's ``seed`` and ``scenario.<name>`` metadata rebuild it
+        (a one-world env, as the recorder's: the same seed with more worlds draws differently).
+        Bags without a ``seed`` keep the twin's own reset state for those DoFs.
+        """
+        for e, ep in enumerate(self.episodes):
+            if "seed" not in ep.metadata:
+                continue
+            model, qpos, qvel = episode_scene(task, ep, overrides)
+            worlds = torch.as_tensor(np.flatnonzero(self.episode_of == e))
+            self._qpos0[worlds], self._qvel0[worlds] = torch.as_tensor(qpos), torch.as_tensor(qvel)
+            for name in SCENE_FIELDS:
+                arr = np.asarray(getattr(model, name))
+                self.sim.set_model_field(name, worlds, torch.as_tensor(np.broadcast_to(arr, (len(worlds), *arr.shape))
+                                                                       .copy()))
 
     # --- state -------------------------------------------------------------------------
     def recorded_state(self, worlds: np.ndarray, k: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -61,3 +61,16 @@ def test_closed_loop_policy_reproduces_its_own_bag(tmp_path, humanoid_profile):
     # and a different policy does not reproduce it
     other = Twin("humanoid", [ep], nthread=1).closed_loop(lambda o: -numpy_policy(o))
     assert np.abs(other.q[0, :n] - ep.q).max() > 1e-3
+
+
+def test_arm_twin_rebuilds_the_unreported_tool_from_the_bag(tmp_path):
+    """The tool's identity and pose are not in the bag: the twin rebuilds them from the bag's seed."""
+    from robotrl.twin.record import make_task_env, record_episode, task_profile
+
+    profile = task_profile(make_task_env("tool_use"), "tool_use_twin")
+    acts = (torch.rand(12, 23, generator=torch.Generator().manual_seed(0)) * 2 - 1) * 0.6
+    eps = [load_episode(record_episode("tool_use", tmp_path, lambda obs, k: acts[k:k + 1], 10, seed=s,
+                                       profile=profile, name=f"seed{s}"), profile) for s in (0, 1)]
+    roll = Twin("tool_use", eps, nthread=1).open_loop()
+    for w in range(2):
+        assert np.abs(roll.q[w] - eps[w].q).max() < 1e-6
