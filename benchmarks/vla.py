@@ -98,8 +98,11 @@ def fine_tune(method: str, sft_state: dict, table_emb: torch.Tensor, args, curve
             ev = S.evaluate(eval_env, model, 64, gen=gen)["success"]
             curve.append((method, train_time, ev))
             print(f"{method} eval success {ev:.3f} at {train_time:.0f}s", flush=True)
-    final_seen = S.evaluate(eval_env, model, 128, gen=gen)["success"]
-    final_unseen = S.evaluate(env_for(64, args.seed + 8, "heldout"), model, 128, gen=gen)["success"]
+    final_seen = S.evaluate(eval_env, model, 64, gen=gen)["success"]
+    unseen_env = env_for(64, args.seed + 8, "heldout")
+    model.set_instructions(unseen_env.instruction_embeddings(MiniLMEncoder()))
+    final_unseen = S.evaluate(unseen_env, model, 64, gen=gen)["success"]
+    model.set_instructions(table_emb)
     curve.append((method, train_time, final_seen))
     fig[f"{method}_success_seen"] = final_seen
     fig[f"{method}_success_unseen_wording"] = final_unseen
@@ -132,12 +135,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--image-size", type=int, default=64)
-    p.add_argument("--demos", type=int, default=192)
+    p.add_argument("--demos", type=int, default=128)
     p.add_argument("--demo-noise", type=float, default=0.1)
-    p.add_argument("--sft-steps", type=int, default=1500)
-    p.add_argument("--rl-minutes", type=float, default=10.0)
-    p.add_argument("--rl-lr", type=float, default=3e-5)
-    p.add_argument("--eval-every", type=int, default=5)
+    p.add_argument("--sft-steps", type=int, default=800)
+    p.add_argument("--rl-minutes", type=float, default=6.0)
+    p.add_argument("--rl-lr", type=float, default=1e-4)
+    p.add_argument("--eval-every", type=int, default=4)
     p.add_argument("--methods", nargs="+", default=["grpo", "ppo"])
     p.add_argument("--skip-throughput", action="store_true")
     args = p.parse_args()
@@ -172,21 +175,22 @@ def main() -> None:
     model.set_instructions(table_emb)
     t_sft = time.perf_counter()
     data = S.build_dataset(model, eps)
-    losses = S.train_bc(model, data, args.sft_steps, 128, 3e-4, gen=torch.Generator().manual_seed(args.seed))
+    losses = S.train_bc(model, data, args.sft_steps, 64, 3e-4, gen=torch.Generator().manual_seed(args.seed))
     fig["sft_train_wall_s"] = time.perf_counter() - t_sft
     fig["sft_loss_first"] = sum(losses[:20]) / 20
     fig["sft_loss_last"] = sum(losses[-20:]) / 20
     gen = torch.Generator().manual_seed(args.seed)
-    fig["sft_success_seen"] = S.evaluate(eval_seen, model, 128, gen=gen)["success"]
+    fig["sft_success_seen"] = S.evaluate(eval_seen, model, 64, gen=gen)["success"]
     # The held-out wording lives in another instruction list: embed it for the same weights.
     unseen_model = model
     unseen_model.set_instructions(eval_unseen.instruction_embeddings(encoder))
-    fig["sft_success_unseen_wording"] = S.evaluate(eval_unseen, unseen_model, 128, gen=gen)["success"]
+    fig["sft_success_unseen_wording"] = S.evaluate(eval_unseen, unseen_model, 64, gen=gen)["success"]
     model.set_instructions(table_emb)
-    shuffled = S.evaluate(eval_seen, model, 128, shuffle_instructions=True, gen=gen)
+    shuffled = S.evaluate(eval_seen, model, 64, shuffle_instructions=True, gen=gen)
     fig["sft_success_shuffled_instruction"] = shuffled["success"]
     fig["sft_wrong_tool_shuffled_instruction"] = shuffled["wrong_tool"]
     fig["chance_success"] = 1 / len(env.task.specs)
+    print(f"SFT done at {time.perf_counter() - t0:.0f}s", flush=True)
     print(table([(k, fmt(v)) for k, v in fig.items() if k.startswith(("demo", "teacher", "sft", "chance"))], "SFT"),
           flush=True)
 

@@ -66,7 +66,7 @@ class GRPOConfig:
     clip_high: float = 0.28
     filter_low: float = 0.1
     filter_high: float = 0.9
-    lr: float = 3e-5
+    lr: float = 1e-4
     epochs: int = 2
     minibatches: int = 4
     max_grad_norm: float = 1.0

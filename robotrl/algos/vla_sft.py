@@ -56,8 +56,8 @@ class VLASFTConfig:
     teacher: str = "scripted"
     demo_episodes: int = 192
     demo_noise: float = 0.1
-    steps: int = 1500
-    batch_size: int = 128
+    steps: int = 800
+    batch_size: int = 64
     lr: float = 3e-4
     weight_decay: float = 1e-4
     dagger_rounds: int = 0
