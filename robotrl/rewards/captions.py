@@ -11,7 +11,10 @@ A task's caption source has three parts:
   generalisation). Subjects, phrases and templates are all varied, so the text side is not
   a lookup table.
 
-Only the humanoid has a source so far (``SOURCES``).
+Sources (``SOURCES``): ``humanoid`` (posture x arms, posed in one MjData) and ``driving``
+(lane position x what is ahead or hit, measured in the running driving env; see
+``robotrl.rewards.captions_driving``). ``WORDINGS`` and ``CLASSES`` hold each task's paraphrase
+pools and class keys.
 """
 
 from __future__ import annotations
@@ -55,12 +58,43 @@ HUMANOID_WORDINGS = Wordings(
     },
 )
 
+DRIVING_WORDINGS = Wordings(
+    subjects={"seen": ("the car", "a small robot car", "the RC car", "the vehicle"),
+              "unseen": ("the little automobile", "a toy car")},
+    # "{a}" alone comes first: the CLG prompts ("the road is clear", "two cars have collided") are
+    # seen sentences; class_prompt uses the last template, which names the lane too
+    templates={"seen": ("{a}", "{s} {p}, {a}", "a chase-camera view of {s} {p}: {a}", "{s} {p} and {a}"),
+               "unseen": ("{a}, seen from behind {s} {p}", "a picture from behind {s} {p}; {a}")},
+    phrases={
+        "left": {"seen": ("on the left side of the lane", "driving near the left edge", "keeping left"),
+                 "unseen": ("hugging the left kerb",)},
+        "centre": {"seen": ("in the middle of the lane", "driving on the centre line", "centred in its lane"),
+                   "unseen": ("squarely between the kerbs",)},
+        "right": {"seen": ("on the right side of the lane", "driving near the right edge", "keeping right"),
+                  "unseen": ("hugging the right kerb",)},
+        "any": {"seen": ("on the road", "on the track"), "unseen": ("out on the course",)},
+        "clear": {"seen": ("the road is clear", "nothing is ahead on the road", "with an empty road in front"),
+                  "unseen": ("no traffic in front of it",)},
+        "car_ahead": {"seen": ("another car is ahead", "a car is driving in front", "with a vehicle ahead"),
+                      "unseen": ("following a slower car",)},
+        "obstacle_ahead": {"seen": ("an obstacle is ahead", "a barrel blocks the road ahead",
+                                    "with an obstacle in front"), "unseen": ("something is in the way",)},
+        "collided_car": {"seen": ("two cars have collided", "it has crashed into another car", "a car crash"),
+                         "unseen": ("the vehicles have hit each other",)},
+        "collided_obstacle": {"seen": ("it has hit an obstacle", "it crashed into an obstacle"),
+                              "unseen": ("it ran into a barrier",)},
+    },
+)
+LANES = ("left", "centre", "right")
+AHEAD = ("clear", "car_ahead", "obstacle_ahead")
+COLLISIONS = ("collided_car", "collided_obstacle")
+
 POSTURES = ("standing", "crouching", "kneeling")
 ARMS = ("raised", "one_raised", "down", "out")
 
 
 def caption(key: Key, rng: np.random.Generator, split: str = "seen", wordings: Wordings = HUMANOID_WORDINGS) -> str:
-    """A paraphrased sentence for ``key = (posture, arms)`` from the ``seen`` or ``unseen`` wordings."""
+    """A paraphrased sentence for ``key`` (humanoid: ``(posture, arms)``; driving: ``(lane, scene)``) from a split."""
     posture, arms = key
     pick = lambda pool: pool[int(rng.integers(len(pool)))]  # noqa: E731
     return pick(wordings.templates[split]).format(
@@ -69,7 +103,7 @@ def caption(key: Key, rng: np.random.Generator, split: str = "seen", wordings: W
 
 
 def class_prompt(key: Key, split: str = "seen", wordings: Wordings = HUMANOID_WORDINGS) -> str:
-    """The canonical prompt of a class (first subject, template and phrase of the split)."""
+    """The canonical prompt of a class (the split's first subject and phrases in its last template)."""
     posture, arms = key
     return wordings.templates[split][-1].format(s=wordings.subjects[split][0],
                                                 p=wordings.phrases[posture][split][0],
@@ -179,5 +213,17 @@ def humanoid_samples(n: int, rng: np.random.Generator, size: tuple[int, int] = (
     return np.stack(frames), keys
 
 
-SOURCES: dict[str, Callable[..., tuple[np.ndarray, list[Key]]]] = {"humanoid": humanoid_samples}
-CLASSES: dict[str, list[Key]] = {"humanoid": [(p, a) for p in POSTURES for a in ARMS]}
+def driving_samples(n: int, rng: np.random.Generator, size: tuple[int, int] = (96, 96)
+                    ) -> tuple[np.ndarray, list[Key]]:
+    """``n`` chase-camera driving frames and their ``(lane, scene)`` keys (``captions_driving``)."""
+    from robotrl.rewards.captions_driving import driving_samples as sample
+
+    return sample(n, rng, size)
+
+
+SOURCES: dict[str, Callable[..., tuple[np.ndarray, list[Key]]]] = {"humanoid": humanoid_samples,
+                                                                    "driving": driving_samples}
+CLASSES: dict[str, list[Key]] = {"humanoid": [(p, a) for p in POSTURES for a in ARMS],
+                                 "driving": [(lane, a) for lane in LANES for a in AHEAD]
+                                 + [("any", c) for c in COLLISIONS]}
+WORDINGS: dict[str, Wordings] = {"humanoid": HUMANOID_WORDINGS, "driving": DRIVING_WORDINGS}

@@ -34,7 +34,7 @@ class TrainEncoderConfig:
     """Settings of ``train-encoder`` (``key=value`` on the command line).
 
     Attributes:
-        task: task whose renders and captions to train on (``humanoid``).
+        task: task whose renders and captions to train on (``humanoid``, ``driving``).
         frames: rendered frames in all (train + held-out).
         heldout: fraction of frames held out for the zero-shot accuracy.
         image_size: side of the square renders, pixels.
@@ -64,11 +64,11 @@ class TrainEncoderConfig:
 
 
 def all_wordings(key: cap.Key, split: str, wordings: cap.Wordings = cap.HUMANOID_WORDINGS) -> list[str]:
-    """Every sentence the templates, subjects and phrases of ``split`` make for ``key``."""
-    posture, arms = key
-    return [t.format(s=s, p=p, a=a) for t, s, p, a in product(
-        wordings.templates[split], wordings.subjects[split], wordings.phrases[posture][split],
-        wordings.phrases[arms][split])]
+    """Every distinct sentence the templates, subjects and phrases of ``split`` make for ``key``."""
+    first, second = key
+    return list(dict.fromkeys(t.format(s=s, p=p, a=a) for t, s, p, a in product(
+        wordings.templates[split], wordings.subjects[split], wordings.phrases[first][split],
+        wordings.phrases[second][split])))
 
 
 def multi_positive_nce(img: torch.Tensor, txt: torch.Tensor, labels: torch.Tensor, scale: torch.Tensor
@@ -108,7 +108,7 @@ def train_encoder(cfg: TrainEncoderConfig) -> tuple[Path, dict[str, Any]]:
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    classes = cap.CLASSES[cfg.task]
+    classes, wordings = cap.CLASSES[cfg.task], cap.WORDINGS[cfg.task]
     t0 = time.perf_counter()
     frames, keys = cap.SOURCES[cfg.task](cfg.frames, rng, (cfg.image_size, cfg.image_size))
     t_render = time.perf_counter() - t0
@@ -122,7 +122,7 @@ def train_encoder(cfg: TrainEncoderConfig) -> tuple[Path, dict[str, Any]]:
     perm = torch.from_numpy(rng.permutation(len(frames)))
     n_held = int(round(cfg.heldout * len(frames)))
     held, train = perm[:n_held], perm[n_held:]
-    pools = [all_wordings(k, "seen") for k in classes]
+    pools = [all_wordings(k, "seen", wordings) for k in classes]
     vocab = [s for pool in pools for s in pool]
     text_feats = towers.text_features(vocab)
     offsets = np.cumsum([0] + [len(p) for p in pools])
@@ -154,11 +154,13 @@ def train_encoder(cfg: TrainEncoderConfig) -> tuple[Path, dict[str, Any]]:
         "class_counts": torch.bincount(labels, minlength=len(classes)).tolist(),
         "final_loss": float(np.mean(losses[-50:])),
         "zero_shot_accuracy_train_seen": zero_shot_accuracy(encoder, emb[train], labels[train],
-                                                            [cap.class_prompt(k, "seen") for k in classes]),
+                                                            [cap.class_prompt(k, "seen", wordings) for k in classes]),
         "zero_shot_accuracy_heldout_seen": zero_shot_accuracy(encoder, emb[held], labels[held],
-                                                              [cap.class_prompt(k, "seen") for k in classes]),
+                                                              [cap.class_prompt(k, "seen", wordings)
+                                                               for k in classes]),
         "zero_shot_accuracy_heldout_unseen": zero_shot_accuracy(encoder, emb[held], labels[held],
-                                                                [cap.class_prompt(k, "unseen") for k in classes]),
+                                                                [cap.class_prompt(k, "unseen", wordings)
+                                                                 for k in classes]),
         "chance_accuracy": 1.0 / len(classes),
         "render_s": t_render, "image_tower_s": t_feat, "train_heads_s": t_train,
     }
@@ -166,8 +168,8 @@ def train_encoder(cfg: TrainEncoderConfig) -> tuple[Path, dict[str, Any]]:
              stats["zero_shot_accuracy_heldout_seen"], stats["zero_shot_accuracy_heldout_unseen"],
              stats["chance_accuracy"])
     encoder.meta = {"task": cfg.task, "train_config": asdict(cfg), "vocabulary": vocab,
-                    "unseen_wordings": {"subjects": cap.HUMANOID_WORDINGS.subjects["unseen"],
-                                        "templates": cap.HUMANOID_WORDINGS.templates["unseen"]},
+                    "unseen_wordings": {"subjects": wordings.subjects["unseen"],
+                                        "templates": wordings.templates["unseen"]},
                     "statistics": stats}
     out = Path(cfg.out) if cfg.out else default_encoder_dir() / f"lit_{cfg.task}"
     path = encoder.save(out)
