@@ -10,8 +10,8 @@ the same scenario list and job object for every row:
 * in one process with 1 simulation thread, and with 2 (``workers=0``, no Ray);
 * as Ray tasks on a local instance (127.0.0.1) with 1 and with 2 workers of 1 thread each.
 
-Ray rows are timed on a second pass over the scenarios, after a warm-up pass that starts the
-worker processes (their import time is reported separately as ``ray_*_first_pass_s``).
+Every row is timed on a second pass over the scenarios, after a warm-up pass (for Ray it starts
+the worker processes; their import time is reported separately as ``ray_*_first_pass_s``).
 Overhead at equal cores: Ray 1 worker against 1 thread in-process, Ray 2 workers against
 2 threads in-process. Every row's merged results are checked byte-identical.
 
@@ -77,8 +77,9 @@ def bench_batch(args: argparse.Namespace, tmp: Path) -> dict:
     def job(threads: int) -> EvalJob:
         return EvalJob(checkpoint=str(ckpt), num_envs=args.num_envs, episodes=args.episodes, threads=threads)
 
-    timed("inprocess_1thread", job(1), 0)
-    timed("inprocess_2threads", job(2), 0)
+    for threads in (1, 2):
+        run_batch(job(threads), scenarios, workers=0, progress=False)  # warm-up pass, as for Ray
+        timed(f"inprocess_{threads}thread{'s' if threads > 1 else ''}", job(threads), 0)
     for workers in (1, 2):
         t0 = time.perf_counter()
         ray = init_ray(workers)
