@@ -143,7 +143,9 @@ def main() -> None:
     p.add_argument("--eval-every", type=int, default=4)
     p.add_argument("--methods", nargs="+", default=["grpo", "ppo"])
     p.add_argument("--skip-throughput", action="store_true")
+    p.add_argument("--torch-threads", type=int, default=1, help="intra-op threads (1: no spin-waiting on a shared CPU)")
     args = p.parse_args()
+    torch.set_num_threads(args.torch_threads)
     torch.manual_seed(args.seed)
     fig: dict = {"task": "tool_use_language", "image_size_px": args.image_size, "seed": args.seed,
                  **load_avg("at_start")}

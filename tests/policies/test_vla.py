@@ -7,6 +7,14 @@ import torch
 from robotrl.policies.vla import VLA, VLAConfig
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Small models train 10x slower with 2 spinning threads on a busy 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
 def _obs(b=3, size=32, p=7):
     gen = torch.Generator().manual_seed(0)
     return {"image": torch.randint(0, 255, (b, size, size, 3), dtype=torch.uint8, generator=gen),
