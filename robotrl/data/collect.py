@@ -3,6 +3,7 @@
     robotrl collect task=humanoid teacher=runs/humanoid/ppo episodes=50 out=demos.hdf5
     robotrl collect task=reach teacher=scripted noise=0.3 episodes=100 out=reach.hdf5
     robotrl collect task=tool_use teacher=scripted task.randomize=false num_envs=32
+    robotrl collect task=tool_use_language teacher=scripted image_size=64 episodes=128 noise=0.1 out=vla.hdf5
 
 Arguments (``key=value``):
     task        a registered task (``robotrl train`` tasks) or ``reach`` (the torch PointReach).
@@ -14,6 +15,8 @@ Arguments (``key=value``):
     num_envs    parallel worlds (default 16).
     success_only  keep successful episodes only (default false).
     seed        env and noise seed (default 0).
+    image_size  render ``obs/image`` (square, pixels) and record ``obs/instruction`` too, for VLA
+                SFT (default 0: no images).
     out         output file (default demos.hdf5).
     task.<field>=value  override a field of the task (or PointReach) config.
 """
@@ -41,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "num_envs": 16,
     "success_only": False,
     "seed": 0,
+    "image_size": 0,
     "out": "demos.hdf5",
 }
 
@@ -82,7 +86,7 @@ def _with(cfg: Any, overrides: dict[str, Any]) -> Any:
 
 
 def build_env(
-    task: str, num_envs: int, seed: int, overrides: dict[str, Any]
+    task: str, num_envs: int, seed: int, overrides: dict[str, Any], image_size: int = 0
 ) -> tuple[VecEnv, dict[str, Any]]:
     """The VecEnv for ``task`` and a JSON-safe description of it."""
     if task == "reach":
@@ -95,7 +99,8 @@ def build_env(
     from robotrl.tasks import config_class
 
     cfg = _with(config_class(task)(), overrides)
-    return make_env(cfg, SimConfig(num_envs=num_envs), seed=seed), {
+    size = (image_size, image_size) if image_size > 0 else None
+    return make_env(cfg, SimConfig(num_envs=num_envs), seed=seed, image_size=size), {
         "task": task,
         "config": dataclasses.asdict(cfg),
     }
@@ -224,9 +229,13 @@ def main(argv: list[str]) -> int:
         print(err, file=sys.stderr)  # noqa: T201
         return 2
     torch.manual_seed(opts["seed"])
-    env, env_args = build_env(opts["task"], opts["num_envs"], opts["seed"], overrides)
+    env, env_args = build_env(opts["task"], opts["num_envs"], opts["seed"], overrides, opts["image_size"])
     teacher = _teacher(env, opts["teacher"])
-    episodes = collect(env, teacher, opts["episodes"], opts["noise"], opts["success_only"], opts["seed"])
+    extra = ("image", "instruction") if opts["image_size"] > 0 else ()
+    if extra and not getattr(env, "instructions", None):
+        extra = ("image",)
+    episodes = collect(env, teacher, opts["episodes"], opts["noise"], opts["success_only"], opts["seed"],
+                       extra_obs=extra)
     env_args |= {"teacher": opts["teacher"], "noise": opts["noise"]}
     write_demos(opts["out"], episodes, env_args)
     rate = sum(ep["success"] for ep in episodes) / len(episodes)
