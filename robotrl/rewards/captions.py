@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+import torch
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,23 @@ def humanoid_key(torso_z: float, knee_z: float, hand_rel_z: tuple[float, float])
     else:
         return None
     return posture, arms
+
+
+def humanoid_pose_truth(sim: object) -> dict[str, torch.Tensor]:
+    """Ground-truth pose of every world of a humanoid ``BatchSim``, by the thresholds of ``humanoid_key``.
+
+    Returns ``(nsim,)`` tensors: ``kneeling`` and ``arms_raised`` (bool), ``arms_height`` (the
+    lower hand's height above its shoulder, m). A metric for evaluation: no reward reads it.
+    """
+    m = sim.model  # type: ignore[attr-defined]
+    xpos, gxpos = sim.bind("xpos"), sim.bind("geom_xpos")  # type: ignore[attr-defined]
+    body = lambda name: m.body(name).id  # noqa: E731
+    torso_z = xpos[:, body("torso"), 2]
+    knee_z = torch.minimum(xpos[:, body("right_shin"), 2], xpos[:, body("left_shin"), 2])
+    hands = torch.stack([gxpos[:, m.geom(f"{s}_hand").id, 2] - xpos[:, body(f"{s}_upper_arm"), 2]
+                         for s in ("right", "left")], 1)
+    return {"kneeling": (knee_z < 0.12) & (torso_z < 1.05), "arms_raised": (hands > 0.15).all(1),
+            "arms_height": hands.amin(1).float()}
 
 
 _LEG_MODES = {  # (hip_y range, knee range): sampling priors only; captions come from measured heights

@@ -1,0 +1,407 @@
+"""VLM rewards benchmark: encoder accuracy and speed, env steps/s with the VLM-RM term sync vs async.
+
+    python benchmarks/vlm_rewards.py encoder   # zero-shot accuracy (seen/unseen wording), frames/s (batch 16/64)
+    python benchmarks/vlm_rewards.py steps     # humanoid env steps/s: no VLM, VLM-RM sync, VLM-RM async; late fraction
+    python benchmarks/vlm_rewards.py all
+
+Run it under the shared CPU lock: ``flock /tmp/robotrl-cpu.lock python benchmarks/vlm_rewards.py all``.
+
+**Encoder.** The ``lit`` humanoid artefact (``~/.cache/robotrl/encoders/lit_humanoid``) is loaded
+if present; otherwise a small one is trained here (600 frames, 300 steps) and the JSON says so
+(``encoder_source``). Accuracy is measured on *fresh* frames: poses drawn with a seed the
+training never used (``--eval-seed``), classes balanced, 12 classes (posture x arms). Prompts are
+one per class, either the canonical sentence of the seen wordings, the canonical sentence of
+the unseen wordings (subjects, templates and phrases never used in training), or random
+paraphrases of either split (mean over ``--paraphrase-draws`` draws).
+
+**Steps/s.** The humanoid ``TaskEnv`` with ``--worlds`` worlds and random actions, rendering a
+96x96 ``track`` frame per world per step: without a VLM term, with VLM-RM in ``sync`` mode
+(every step waits for its scores) and in ``async`` mode (a scorer thread; the env never waits;
+``relabel_rollout`` waits for what is still pending at the end of every ``--rollout``-step
+rollout, as PPO's update does). Async is reported both while collecting and end to end
+(collection + the wait at the update). The late fraction is the share of scores not ready
+when the rollout ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import fmt, load_avg, save, table  # noqa: E402
+
+log = logging.getLogger("vlm_rewards")
+NAME = "vlm_rewards"
+
+
+def load_or_train_encoder(threads: int, task: str = "humanoid") -> tuple[object, str]:
+    """The task's ``lit`` encoder and a sentence saying where it came from."""
+    from robotrl.rewards.encoders import default_encoder_dir, load_lit
+
+    path = default_encoder_dir() / f"lit_{task}.safetensors"
+    if path.is_file():
+        enc = load_lit(path)
+        tc = enc.meta.get("train_config", {})
+        return enc, (f"loaded artefact {path} (trained on {tc.get('frames')} frames, {tc.get('steps')} steps, "
+                     f"seed {tc.get('seed')})")
+    from robotrl.rewards.train import TrainEncoderConfig, train_encoder
+
+    out = Path(f"/tmp/robotrl_bench_lit_{task}")
+    cfg = TrainEncoderConfig(task=task, frames=660 if task == "driving" else 600, steps=300, out=str(out),
+                             threads=threads)
+    path, _ = train_encoder(cfg)
+    return load_lit(path), f"no artefact at the default path: trained a small one here ({cfg.frames} frames, " \
+                           f"300 steps): {path}"
+
+
+def encoder_bench(args: argparse.Namespace, task: str) -> dict[str, float | str]:
+    """Zero-shot accuracy on fresh frames of ``task``, how the reward separates the goal, encoder frames/s."""
+    from robotrl.rewards import captions as cap
+    from robotrl.rewards.train import zero_shot_accuracy
+
+    enc, source = load_or_train_encoder(args.threads, task)
+    classes, wordings = cap.CLASSES[task], cap.WORDINGS[task]
+    rng = np.random.default_rng(args.eval_seed)
+    frames, keys = cap.SOURCES[task](args.eval_frames, rng, (96, 96))
+    labels = torch.tensor([classes.index(k) for k in keys])
+    emb = enc.encode_image(frames)
+    p = f"encoder_{task}_"
+    out: dict[str, float | str] = {f"{p}source": source, f"{p}eval_frames": len(frames),
+                                   f"{p}eval_seed": args.eval_seed, f"{p}classes": len(classes),
+                                   f"{p}chance_accuracy": 1.0 / len(classes)}
+    for split in ("seen", "unseen"):
+        out[f"{p}zero_shot_accuracy_{split}_canonical_prompt"] = zero_shot_accuracy(
+            enc, emb, labels, [cap.class_prompt(k, split, wordings) for k in classes])
+        accs = [zero_shot_accuracy(enc, emb, labels, [cap.caption(k, rng, split, wordings) for k in classes])
+                for _ in range(args.paraphrase_draws)]
+        out[f"{p}zero_shot_accuracy_{split}_random_paraphrase_mean"] = float(np.mean(accs))
+        out[f"{p}zero_shot_accuracy_{split}_random_paraphrase_min"] = float(np.min(accs))
+    out |= reward_auc(enc, emb, keys) if task == "humanoid" else clg_separation(enc, emb, keys)
+    stats = enc.meta.get("statistics", {})
+    for k in ("zero_shot_accuracy_heldout_seen", "zero_shot_accuracy_heldout_unseen"):
+        if k in stats:
+            out[f"{p}artefact_{k}"] = float(stats[k])
+    if task != "humanoid":
+        return out
+    probe = np.concatenate([frames] * (-(-args.speed_frames // len(frames))))[:args.speed_frames]
+    for bs in (16, 64):
+        enc.batch_size = bs
+        enc.encode_image(probe[:bs])  # warm-up
+        best = 0.0
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            enc.encode_image(probe)
+            best = max(best, len(probe) / (time.perf_counter() - t0))
+        out[f"encoder_frames_per_s_batch{bs}"] = best
+    out["encoder_speed_frames_per_run"] = len(probe)
+    out["encoder_image_size_px"] = 96
+    return out
+
+
+def clg_separation(enc, emb: torch.Tensor, keys: list) -> dict[str, float]:
+    """CLG ("the road is clear" vs "two cars have collided") on fresh driving frames: mean score per scene, AUC."""
+    from robotrl.rewards.vlm import clg_reward
+
+    sims = emb @ enc.encode_text(["the road is clear", "two cars have collided"]).T
+    r = clg_reward(sims[:, 0], sims[:, 1], 0.03)
+    scene = np.array([k[1] for k in keys])
+    out = {f"clg_mean_score_{s}": float(r[torch.from_numpy(scene == s)].mean()) for s in sorted(set(scene))}
+    pair = torch.from_numpy(np.isin(scene, ["clear", "collided_car"]))
+    out["clg_auc_clear_above_car_collision"] = auc(r[pair], torch.from_numpy(scene == "clear")[pair])
+    raw = sims[:, 1] - sims[:, 0]  # before clipping: higher = closer to the collision prompt
+    out["clg_auc_raw_car_collision_vs_rest"] = auc(raw, torch.from_numpy(scene == "collided_car"))
+    return out
+
+
+GOALS = {  # goal, baseline per wording split; "seen" sentences are in the encoder's training vocabulary
+    "arms_raised": {"seen": ("a humanoid robot with both arms raised", "a humanoid robot"),
+                    "unseen": ("an android with hands held high over the head", "an android")},
+    "kneeling": {"seen": ("a humanoid robot kneeling", "a humanoid robot"),
+                 "unseen": ("an android resting on both knees", "an android")},
+}
+
+
+def auc(scores: torch.Tensor, positive: torch.Tensor) -> float:
+    """Probability that a random positive frame scores above a random negative one (ties count half)."""
+    pos, neg = scores[positive], scores[~positive]
+    if not len(pos) or not len(neg):
+        return float("nan")
+    diff = pos[:, None] - neg[None, :]
+    return float((diff > 0).float().mean() + 0.5 * (diff == 0).float().mean())
+
+
+def reward_auc(enc, emb: torch.Tensor, keys: list) -> dict[str, float]:
+    """How well the VLM-RM reward (alpha 0.5) of each goal separates frames that show the goal pose."""
+    from robotrl.rewards.vlm import vlm_rm_reward
+
+    truth = {"arms_raised": torch.tensor([k[1] == "raised" for k in keys]),
+             "kneeling": torch.tensor([k[0] == "kneeling" for k in keys])}
+    out = {}
+    for pose, splits in GOALS.items():
+        for split, (goal, baseline) in splits.items():
+            g, b = enc.encode_text([goal, baseline])
+            out[f"vlm_rm_auc_{pose}_{split}_wording"] = auc(vlm_rm_reward(emb, g, b, 0.5), truth[pose])
+    return out
+
+
+def _steps_per_s(env, rollouts: int, T: int, gen: torch.Generator) -> dict[str, float]:
+    """Collection rate, end-to-end rate (incl. relabel wait) and late fraction over ``rollouts`` rollouts."""
+    env.reset()
+    n = env.num_envs
+    collect_s, total_s, late, scored = 0.0, 0.0, 0, 0
+    for r in range(rollouts + 1):  # the first rollout warms up
+        rewards = torch.zeros(T, n)
+        t0 = time.perf_counter()
+        for t in range(T):
+            _, rewards[t], *_ = env.step(torch.rand(n, env.num_actions, generator=gen) * 2 - 1)
+        t1 = time.perf_counter()
+        relabel = getattr(env, "relabel_rollout", None)
+        st = relabel(rewards) if relabel is not None else {}
+        t2 = time.perf_counter()
+        if r == 0:
+            continue
+        collect_s += t1 - t0
+        total_s += t2 - t0
+        if "vlm/late_fraction" in st:
+            late += round(st["vlm/late_fraction"] * T * n)
+            scored += T * n
+    steps = rollouts * T * n
+    out = {"collect_steps_per_s": steps / collect_s, "end_to_end_steps_per_s": steps / total_s}
+    if scored:
+        out["late_fraction"] = late / scored
+    return out
+
+
+def steps_bench(args: argparse.Namespace) -> dict[str, float | str]:
+    """Humanoid env steps/s without VLM, with VLM-RM sync and async, at equal worlds."""
+    from robotrl.tasks import config_class
+
+    from robotrl.envs.task_env import make_env
+    from robotrl.rewards.config import VLMRewardConfig
+    from robotrl.rewards.env import wrap_vlm_rewards
+    from robotrl.sim.backend import SimConfig
+
+    enc, source = load_or_train_encoder(args.threads)
+    enc.batch_size = 64
+    n, T = args.worlds, args.rollout
+    out: dict[str, float | str] = {"steps_encoder_source": source, "steps_worlds": n, "steps_rollout_len": T,
+                                   "steps_rollouts_timed": args.rollouts, "steps_image_px": 96}
+    gen = torch.Generator().manual_seed(0)
+
+    def env_for(mode: str | None):
+        task_env = make_env(config_class("humanoid")(), SimConfig(num_envs=n, nthread=args.sim_threads), seed=0)
+        if mode is None:
+            return task_env
+        cfg = VLMRewardConfig(name="vlm_rm", goal="a humanoid robot kneeling", baseline="a humanoid robot",
+                              mode=mode, batch_size=args.batch_size, max_wait_s=0.02, image_size=[96, 96])
+        return wrap_vlm_rewards(task_env, cfg, encoder=enc)
+
+    for label, mode in (("no_vlm", None), ("vlm_rm_sync", "sync"), ("vlm_rm_async", "async")):
+        env = env_for(mode)
+        res = _steps_per_s(env, args.rollouts, T, gen)
+        env.close()
+        out[f"env_steps_per_s_{label}_collect"] = res["collect_steps_per_s"]
+        out[f"env_steps_per_s_{label}_end_to_end"] = res["end_to_end_steps_per_s"]
+        if "late_fraction" in res:
+            out[f"{label}_late_fraction"] = res["late_fraction"]
+        log.info("%s: %s", label, res)
+    out["steps_async_batch_size"] = args.batch_size
+    return out
+
+
+# --- demonstrations -------------------------------------------------------------------------------
+DEMO_DIR = Path("/tmp/robotrl_vlm_demo")
+ZERO_BUT_ALIVE = [f"task.reward_scales.{k}=0.0" for k in
+                  ("track_lin_vel", "track_yaw", "upright", "ctrl", "action_rate", "vertical_vel")]
+
+
+def train_run(name: str, overrides: list[str], seconds: float, seed: int = 0) -> dict[str, float | str]:
+    """``robotrl train <overrides>`` for ``seconds`` of wall-clock; env steps and iterations reached."""
+    import json
+    import subprocess
+
+    run_dir = DEMO_DIR / name
+    cmd = ["robotrl", "train", *overrides, f"max_time_s={seconds:.0f}", "max_iterations=1000000",
+           f"run_dir={run_dir}", f"seed={seed}", "progress=false", "tensorboard=false", "torch_threads=1"]
+    log.info("$ %s", " ".join(cmd))
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    wall = time.perf_counter() - t0
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    last = max(rows, key=lambda r: r.get("env_steps", 0))
+    return {f"{name}_train_wall_s": wall, f"{name}_train_env_steps": float(last.get("env_steps", 0)),
+            f"{name}_train_iterations": float(last.get("iteration", 0)), f"{name}_run_dir": str(run_dir),
+            f"{name}_train_overrides": " ".join(overrides)}
+
+
+@torch.no_grad()
+def pose_eval(run_dir: Path | None, pose: str, worlds: int = 32, steps: int = 200, seed: int = 7
+              ) -> dict[str, float]:
+    """Ground-truth pose success of a policy (``None``: uniform random actions) over each world's first episode.
+
+    ``step_success``: share of the ``worlds x steps`` steps in which the pose holds before the
+    first fall; ``episode_success``: share of worlds holding it in at least half the steps;
+    ``alive``: share of worlds not yet fallen at the end. The reward never sees this metric.
+    """
+    from robotrl.tasks import config_class, task_config_from_meta
+
+    from robotrl.envs.task_env import make_env
+    from robotrl.policies.io import load_policy
+    from robotrl.rewards.captions import humanoid_pose_truth
+    from robotrl.sim.backend import SimConfig
+
+    if run_dir is None:
+        cfg, act = config_class("humanoid")(randomize=False), None
+    else:
+        policy, meta = load_policy(str(run_dir))
+        cfg, act = task_config_from_meta(meta, randomize=False), policy.act_inference
+    env = make_env(cfg, SimConfig(num_envs=worlds, nthread=1), seed=seed)
+    seen: dict[str, torch.Tensor] = {}
+    env.pre_reset_hooks.append(lambda e, info: seen.update(humanoid_pose_truth(e.sim)))
+    gen = torch.Generator().manual_seed(seed)
+    obs = env.reset()
+    alive = torch.ones(worlds, dtype=torch.bool)
+    held = torch.zeros(worlds)
+    height = torch.zeros(worlds)
+    for _ in range(steps):
+        a = act(obs["policy"]) if act else torch.rand(worlds, env.num_actions, generator=gen) * 2 - 1
+        obs, _, term, trunc, _ = env.step(a)
+        alive &= ~term
+        held += (seen[pose] & alive).float()
+        height += torch.where(alive, seen["arms_height"], torch.zeros(worlds))
+    env.close()
+    total = worlds * steps
+    return {"step_success": float(held.sum() / total), "episode_success": float((held >= steps / 2).float().mean()),
+            "alive": float(alive.float().mean()), "mean_arms_height_m": float(height.sum() / total)}
+
+
+def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
+    """Humanoid: VLM-RM + alive bonus (seen and unseen goal wording) vs random vs velocity tracking."""
+    pose = args.pose
+    common = ["task=humanoid", f"sim.num_envs={args.demo_worlds}", "sim.nthread=1"]
+    runs = {}
+    for split in ("seen", "unseen"):
+        goal, baseline = GOALS[pose][split]
+        runs[f"pose_vlm_rm_{split}"] = [*common, *ZERO_BUT_ALIVE, "reward=vlm_rm", f'reward.goal="{goal}"',
+                                        f'reward.baseline="{baseline}"', f"reward.scale={args.vlm_scale}",
+                                        f"reward.every={args.every}"]
+    runs["pose_velocity_tracking"] = common
+    out: dict[str, float | str] = {"pose_target": pose, "pose_eval_worlds": 32, "pose_eval_steps": 200,
+                                   "pose_train_budget_s": args.demo_seconds}
+    for name, overrides in runs.items():
+        out |= train_run(name, overrides, args.demo_seconds)
+        out |= {f"{name}_{k}": v for k, v in pose_eval(DEMO_DIR / name, pose).items()}
+    out |= {f"pose_random_{k}": v for k, v in pose_eval(None, pose).items()}
+    return out
+
+
+def driving_demo(args: argparse.Namespace) -> dict[str, float | str]:
+    """Driving: CaRL-only vs CaRL + CLG speed gating, equal budget; collision rate with traffic, held-out tracks."""
+    from driving import evaluate_run
+
+    common = ["task=driving", f"sim.num_envs={args.demo_worlds}", "sim.nthread=1"]
+    runs = {"driving_carl_only": common,
+            "driving_carl_clg": [*common, "reward=clg_speed", f"reward.every={args.every}"]}
+    out: dict[str, float | str] = {"driving_train_budget_s": args.demo_seconds,
+                                   "driving_eval": "one deterministic episode per world, 64 worlds, held-out tracks, "
+                                                   "3 obstacles and 2 traffic cars in every episode"}
+    for name, overrides in runs.items():
+        out |= train_run(name, overrides, args.demo_seconds)
+        ev = evaluate_run(str(DEMO_DIR / name), scenario_prob=1.0, num_envs=64, rounds=1, split="heldout")
+        out |= {f"{name}_heldout_{k}": v for k, v in ev.items()}
+    return out
+
+
+def pose_frames(n: int, seed: int) -> tuple[np.ndarray, torch.Tensor]:
+    """``n`` rendered humanoid poses and each one's measured arms height (lower hand above its shoulder, m)."""
+    import mujoco
+    from robotrl.tasks.humanoid import constants as C
+
+    from robotrl.rewards.captions import humanoid_measure, humanoid_pose
+    from robotrl.sim.render import BatchRenderer
+
+    model = mujoco.MjModel.from_xml_path(C.model_path())
+    data = mujoco.MjData(model)
+    renderer = BatchRenderer(model, size=(96, 96), lean=True)
+    rng = np.random.default_rng(seed)
+    frames, heights = [], []
+    for _ in range(n):
+        humanoid_pose(model, data, rng)
+        frames.append(renderer.render_data(model, data, "track"))
+        heights.append(min(humanoid_measure(data)[2]))
+    renderer.close()
+    return np.stack(frames), torch.tensor(heights)
+
+
+def prefs_demo(args: argparse.Namespace) -> dict[str, float | str]:
+    """RL-VLM-F labels: the encoder labeller against the scripted oracle on random pose pairs."""
+    from robotrl.rewards.preference import EncoderLabeller, OracleLabeller, label_accuracy
+
+    enc, source = load_or_train_encoder(args.threads)
+    frames, height = pose_frames(2 * args.pairs, seed=4242)
+    a, b = np.arange(args.pairs), np.arange(args.pairs, 2 * args.pairs)
+    oracle = OracleLabeller(lambda idx: height[idx], margin=0.05).label(torch.as_tensor(a), torch.as_tensor(b))
+    out: dict[str, float | str] = {"prefs_pairs": args.pairs, "prefs_oracle_margin_m": 0.05,
+                                   "prefs_oracle_answered": float((oracle >= 0).float().mean()),
+                                   "prefs_goal_pose": "arms_raised (oracle: lower hand height above its shoulder)"}
+    for split, (goal, _) in GOALS["arms_raised"].items():
+        labels = EncoderLabeller(enc, goal, margin=0.01).label(frames[a], frames[b])
+        acc = label_accuracy(labels, oracle)
+        out[f"prefs_encoder_label_accuracy_{split}_wording"] = acc["accuracy"]
+        out[f"prefs_encoder_answered_{split}_wording"] = acc["answered"]
+    return out
+
+
+def main() -> None:
+    """Parse, run, print the table, save flat JSON."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", choices=["encoder", "steps", "all", "pose", "driving", "prefs", "demos"])
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: the scorer thread and the "
+                   "simulation each get one of this machine's 2 shared cores)")
+    p.add_argument("--sim-threads", type=int, default=1)
+    p.add_argument("--eval-frames", type=int, default=240)
+    p.add_argument("--eval-seed", type=int, default=2024)
+    p.add_argument("--paraphrase-draws", type=int, default=10)
+    p.add_argument("--speed-frames", type=int, default=128)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--worlds", type=int, default=16)
+    p.add_argument("--rollout", type=int, default=24)
+    p.add_argument("--rollouts", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--demo-seconds", type=float, default=180.0, help="training budget of each demo run")
+    p.add_argument("--demo-worlds", type=int, default=16)
+    p.add_argument("--pose", default="arms_raised", choices=sorted(GOALS))
+    p.add_argument("--vlm-scale", type=float, default=10.0)
+    p.add_argument("--every", type=int, default=2, help="score every k-th step in the VLM demo runs")
+    p.add_argument("--pairs", type=int, default=300)
+    args = p.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    torch.set_num_threads(args.threads)
+    figures: dict[str, float | str] = {**load_avg(f"{args.what}_start"), "torch_threads": args.threads,
+                                       "sim_threads": args.sim_threads}
+    t0 = time.perf_counter()
+    if args.what in ("encoder", "all"):
+        figures |= encoder_bench(args, "humanoid") | encoder_bench(args, "driving")
+    if args.what in ("steps", "all"):
+        figures |= steps_bench(args)
+    if args.what in ("prefs", "demos"):
+        figures |= prefs_demo(args)
+    if args.what in ("pose", "demos"):
+        figures |= pose_demo(args)
+    if args.what in ("driving", "demos"):
+        figures |= driving_demo(args)
+    figures[f"{args.what}_bench_wall_s"] = time.perf_counter() - t0
+    path = save(NAME, figures)
+    print(table([(k, fmt(v)) for k, v in sorted(figures.items())], f"VLM rewards ({args.what})"))  # noqa: T201
+    print(f"saved {path}")  # noqa: T201
+
+
+if __name__ == "__main__":
+    main()
