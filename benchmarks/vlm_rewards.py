@@ -242,9 +242,11 @@ def train_run(name: str, overrides: list[str], seconds: float, seed: int = 0) ->
 
 
 @torch.no_grad()
-def pose_eval(run_dir: Path | None, pose: str, worlds: int = 32, steps: int = 200, seed: int = 7
-              ) -> dict[str, float]:
-    """Ground-truth pose success of a policy (``None``: uniform random actions) over each world's first episode.
+def pose_eval(run_dir: Path | None, pose: str, worlds: int = 32, steps: int = 200, seed: int = 7,
+              act: object = None, task_cfg: object = None) -> dict[str, float]:
+    """Ground-truth pose success of a policy over each world's first episode.
+
+    The policy is the run's (``run_dir``), else ``act`` on ``task_cfg``, else uniform random actions.
 
     ``step_success``: share of the ``worlds x steps`` steps in which the pose holds before the
     first fall; ``episode_success``: share of worlds holding it in at least half the steps;
@@ -258,7 +260,7 @@ def pose_eval(run_dir: Path | None, pose: str, worlds: int = 32, steps: int = 20
     from robotrl.sim.backend import SimConfig
 
     if run_dir is None:
-        cfg, act = config_class("humanoid")(randomize=False), None
+        cfg = task_cfg or config_class("humanoid")(randomize=False)
     else:
         policy, meta = load_policy(str(run_dir))
         cfg, act = task_config_from_meta(meta, randomize=False), policy.act_inference
@@ -271,7 +273,7 @@ def pose_eval(run_dir: Path | None, pose: str, worlds: int = 32, steps: int = 20
     held = torch.zeros(worlds)
     height = torch.zeros(worlds)
     for _ in range(steps):
-        a = act(obs["policy"]) if act else torch.rand(worlds, env.num_actions, generator=gen) * 2 - 1
+        a = act(obs["policy"]) if act else torch.rand(worlds, env.num_actions, generator=gen) * 2 - 1  # type: ignore
         obs, _, term, trunc, _ = env.step(a)
         alive &= ~term
         held += (seen[pose] & alive).float()
@@ -359,10 +361,103 @@ def prefs_demo(args: argparse.Namespace) -> dict[str, float | str]:
     return out
 
 
+def _alive_only_humanoid():
+    from robotrl.tasks import config_class
+
+    cfg = config_class("humanoid")(randomize=False)
+    cfg.reward_scales = {k: (1.0 if k == "alive" else 0.0) for k in cfg.reward_scales}
+    return cfg
+
+
+def _shaped(x: torch.Tensor) -> torch.Tensor:
+    """The pose part of both SAC rewards: ``0.5 tanh(x)`` in ``(-0.5, 0.5)``, added to the alive bonus of 1."""
+    return 0.5 * torch.tanh(x)
+
+
+def prefs_sac_demo(args: argparse.Namespace) -> dict[str, float | str]:
+    """RL-VLM-F end to end: encoder labels on random-policy frames -> 3-member Bradley-Terry ensemble -> SAC
+    with PEBBLE relabelling; against SAC on the true reward (the oracle's arms height), equal wall-clock budget."""
+    from robotrl.algos.sac import SAC, SACConfig
+    from robotrl.envs.task_env import make_env
+    from robotrl.rewards.captions import humanoid_pose_truth
+    from robotrl.rewards.preference import EncoderLabeller, OracleLabeller, RewardEnsemble, label_accuracy
+    from robotrl.sim.backend import SimConfig
+
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(0)
+    enc, source = load_or_train_encoder(args.threads)
+    task_cfg, n = _alive_only_humanoid(), args.demo_worlds
+    # 1. random-policy frames, the observation they belong to and the truth (oracle only)
+    env = make_env(task_cfg, SimConfig(num_envs=n, nthread=1), seed=11)
+    rec: dict[str, list] = {"frames": [], "height": []}
+    env.pre_reset_hooks.append(lambda e, info: (rec["frames"].append(e.sim.render("track", torch.arange(n), (96, 96))),
+                                                rec["height"].append(humanoid_pose_truth(e.sim)["arms_height"])))
+    env.reset()
+    obs_list = []
+    for _ in range(args.pref_steps):
+        *_, info = env.step(torch.rand(n, env.num_actions, generator=gen) * 2 - 1)
+        obs_list.append(info["final_obs"]["policy"].clone())
+    env.close()
+    frames = np.concatenate(rec["frames"])
+    height, obs = torch.cat(rec["height"]), torch.cat(obs_list)
+    k = args.pairs
+    ia, ib = torch.randint(len(frames), (k,), generator=gen), torch.randint(len(frames), (k,), generator=gen)
+    goal = GOALS["arms_raised"]["seen"][0]
+    labels = EncoderLabeller(enc, goal, margin=0.01).label(frames[ia.numpy()], frames[ib.numpy()])
+    oracle = OracleLabeller(lambda idx: height[idx], margin=0.05).label(ia, ib)
+    acc = label_accuracy(labels, oracle)
+    ens = RewardEnsemble(obs.shape[1], members=3, hidden=128)
+    loss = ens.fit(obs[ia], obs[ib], labels, steps=400, batch_size=128, gen=gen)
+    with torch.no_grad():
+        r_all = ens(obs)
+    mu, sd = float(r_all.mean()), float(r_all.std()) + 1e-6
+    held = torch.randint(len(frames), (2000,), generator=gen), torch.randint(len(frames), (2000,), generator=gen)
+    with torch.no_grad():
+        pred = (ens(obs[held[1]]) > ens(obs[held[0]])).long()
+    truth = OracleLabeller(lambda idx: height[idx], margin=0.05).label(*held)
+    out: dict[str, float | str] = {
+        "prefs_sac_encoder_source": source, "prefs_sac_label_frames": len(frames), "prefs_sac_pairs": k,
+        "prefs_sac_goal": goal, "prefs_sac_env_frames_label_accuracy": acc["accuracy"],
+        "prefs_sac_env_frames_answered": acc["answered"], "prefs_sac_ensemble_final_bt_loss": loss,
+        "prefs_sac_ensemble_pair_accuracy_vs_oracle": label_accuracy(pred, truth)["accuracy"],
+        "prefs_sac_budget_s": args.demo_seconds, "prefs_sac_worlds": n,
+        "prefs_sac_reward": "1 (alive) + 0.5 tanh(x); x = arms height / 0.2 m (true) or the standardized ensemble "
+                            "reward of the next observation (learned)"}
+    # 2. SAC on each reward for the same wall-clock budget
+    for name in ("true", "learned"):
+        env = make_env(task_cfg, SimConfig(num_envs=n, nthread=1), seed=5)
+        seen: dict[str, torch.Tensor] = {}
+        env.pre_reset_hooks.append(lambda e, info, seen=seen: seen.update(humanoid_pose_truth(e.sim)))
+        scfg = SACConfig(batch_size=256, learning_starts=1000, utd=0.25, buffer_size=200_000,
+                         actor_hidden=[128, 128], critic_hidden=[256, 256])
+        sac = SAC(env.obs_dims["policy"], env.num_actions, scfg, n, "cpu", seed=0)
+        o = env.reset()
+        t0, steps = time.perf_counter(), 0
+        while time.perf_counter() - t0 < args.demo_seconds:
+            a = sac.act(o)
+            o, r, term, trunc, info = env.step(a)
+            if name == "true":
+                r = torch.where(term, r, r + _shaped(seen["arms_height"] / 0.2))
+            else:
+                with torch.no_grad():
+                    z = (ens(info["final_obs"]["policy"]) - mu) / sd
+                r = torch.where(term, r, r + _shaped(z))
+            sac.process_step(o, r, term, trunc, info)
+            if sac.ready():
+                sac.update(o)
+            steps += n
+        env.close()
+        ev = pose_eval(None, "arms_raised", act=sac.policy.act_inference, task_cfg=task_cfg)
+        out |= {f"prefs_sac_{name}_reward_env_steps": float(steps), f"prefs_sac_{name}_reward_updates": float(
+            sac.num_updates)} | {f"prefs_sac_{name}_reward_{k}": v for k, v in ev.items()}
+    return out
+
+
 def main() -> None:
     """Parse, run, print the table, save flat JSON."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["encoder", "steps", "all", "pose", "driving", "prefs", "demos"])
+    p.add_argument("what", choices=["encoder", "steps", "all", "pose", "driving", "prefs",
+                                          "prefs_sac", "demos"])
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: the scorer thread and the "
                    "simulation each get one of this machine's 2 shared cores)")
     p.add_argument("--sim-threads", type=int, default=1)
@@ -381,6 +476,8 @@ def main() -> None:
     p.add_argument("--vlm-scale", type=float, default=10.0)
     p.add_argument("--every", type=int, default=2, help="score every k-th step in the VLM demo runs")
     p.add_argument("--pairs", type=int, default=300)
+    p.add_argument("--out-dir", default="", help="where the JSON goes (default benchmarks/results/)")
+    p.add_argument("--pref-steps", type=int, default=60, help="random-policy steps whose frames are labelled")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
@@ -393,12 +490,14 @@ def main() -> None:
         figures |= steps_bench(args)
     if args.what in ("prefs", "demos"):
         figures |= prefs_demo(args)
+    if args.what in ("prefs_sac", "demos"):
+        figures |= prefs_sac_demo(args)
     if args.what in ("pose", "demos"):
         figures |= pose_demo(args)
     if args.what in ("driving", "demos"):
         figures |= driving_demo(args)
     figures[f"{args.what}_bench_wall_s"] = time.perf_counter() - t0
-    path = save(NAME, figures)
+    path = save(NAME, figures, out_dir=args.out_dir or None)
     print(table([(k, fmt(v)) for k, v in sorted(figures.items())], f"VLM rewards ({args.what})"))  # noqa: T201
     print(f"saved {path}")  # noqa: T201
 
