@@ -337,6 +337,16 @@ class Odometry(IdlStruct, typename=_tn("nav_msgs/msg/Odometry")):
     twist: TwistWithCovariance = field(default_factory=TwistWithCovariance)
 
 
+@_register("nav_msgs/msg/Path")
+@dataclass
+@final
+class Path(IdlStruct, typename=_tn("nav_msgs/msg/Path")):
+    """nav_msgs/Path: a route (driving: the centreline, see ``robotrl.deploy.observation.Route``)."""
+
+    header: Header = field(default_factory=Header)
+    poses: t.sequence[PoseStamped] = field(default_factory=list)
+
+
 # --- trajectory_msgs / diagnostic_msgs -----------------------------------------------
 @_register("trajectory_msgs/msg/JointTrajectoryPoint")
 @dataclass

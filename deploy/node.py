@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 from robotrl.deploy import msgs
-from robotrl.deploy.observation import required_inputs
+from robotrl.deploy.observation import required_inputs, static_inputs
 from robotrl.deploy.params import console_front
 from robotrl.deploy.profile import RobotProfile, load_profile
 from robotrl.deploy.robot import Robot, Telemetry
@@ -108,6 +108,7 @@ class PolicyNode:
         self.auto_arm = self.profile.auto_arm if params["auto_arm"] is None else bool(params["auto_arm"])
         self.chain = SafetyChain(self.spec, self.profile, self.period)
         self.required = required_inputs(self.spec["obs_terms"])
+        self.static = static_inputs(self.spec["obs_terms"])  # latched (the route): needed to arm, never stale
         self.recorder = None
         if params["record_dir"]:
             from robotrl.deploy.recorder import Recorder
@@ -145,7 +146,8 @@ class PolicyNode:
                                         params.get("node_name", "robotrl_deploy"), params.get("namespace", "/"),
                                         declared)
         remap = params.get("remap", lambda t: t)
-        robot = TopicRobot(self.profile, self.spec["joint_names"], self.required, self.transport, self.period, remap)
+        robot = TopicRobot(self.profile, self.spec["joint_names"], self.required + self.static, self.transport,
+                           self.period, remap)
         return robot, TopicTelemetry(self.profile, self.transport, remap)
 
     def _bag_metadata(self) -> dict[str, str]:
@@ -186,6 +188,7 @@ class PolicyNode:
     def _arm_conditions(self, now: float) -> dict[str, bool]:
         limit = self.profile.safety.stale_hold_periods * self.period
         conditions = {f"fresh:{src}": self.state.age(src, now) <= limit for src in self.required}
+        conditions.update({f"have:{src}": src in self.state.stamp for src in self.static})
         conditions["estop"] = self._estop_ok(now)
         return conditions
 

@@ -20,7 +20,21 @@ joint_pos           ``joint_states.position`` in policy joint order (by name)
 joint_vel           ``joint_states.velocity`` in policy joint order
 last_action         the previous action actually sent, in ``[-1, 1]``
 command_vx_yaw      ``cmd_vel.linear.x``, ``cmd_vel.angular.z`` (zero after ``cmd_vel_timeout_s``)
+body_vel_xy         ``odom.twist.twist.linear`` x, y (body frame)
+yaw_rate            ``odom.twist.twist.angular.z`` (body frame)
+route_lateral       signed lateral offset from the route centreline (left +), in road half-widths
+route_heading       sin, cos of (odometry yaw - route heading at the nearest centreline point)
+route_half_width    the road half-width at the nearest centreline point (m)
+route_ahead         ``size / 2`` centreline points every ``spacing`` m ahead, (x, y) in the body frame
+scan                ``scan.ranges`` at the term's ``angles`` (nearest beam); no return reads ``range``
 ==================  ===========================================================
+
+A term's ``scale`` and ``offset`` are scalars or one value per entry.
+
+The ``route_*`` sources need the route (``nav_msgs/Path``, see ``Route``): the centreline of a
+closed road, points evenly spaced in arc length, each pose's yaw the driving direction and its
+``position.z`` the road half-width there. The route is static (latched), not watched for
+staleness; a policy that needs it cannot arm before it has arrived.
 """
 
 from __future__ import annotations
@@ -33,9 +47,14 @@ import numpy as np
 from robotrl.deploy.profile import RobotProfile
 
 SOURCES = ("base_height", "projected_gravity", "base_lin_vel", "base_ang_vel", "joint_pos", "joint_vel",
-           "last_action", "command_vx_yaw")
+           "last_action", "command_vx_yaw", "body_vel_xy", "yaw_rate", "route_lateral", "route_heading",
+           "route_half_width", "route_ahead", "scan")
+ROUTE_SOURCES = ("route_lateral", "route_heading", "route_half_width", "route_ahead")
 NEEDS = {"base_height": "odom", "base_lin_vel": "odom", "projected_gravity": "imu", "base_ang_vel": "imu",
-         "joint_pos": "joint_states", "joint_vel": "joint_states"}
+         "joint_pos": "joint_states", "joint_vel": "joint_states", "body_vel_xy": "odom", "yaw_rate": "odom",
+         "scan": "scan", **{k: "odom" for k in ROUTE_SOURCES}}
+# periodic inputs (watched for staleness), in a stable order; "route" is static (latched)
+PERIODIC = ("joint_states", "imu", "odom", "scan")
 
 
 def quat_rotate_inverse_wxyz(q_wxyz: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -58,6 +77,112 @@ def wxyz_from_ros(q: Any) -> np.ndarray:
     return np.array([q.w, q.x, q.y, q.z], dtype=np.float64)
 
 
+def wrap_angle(x: float) -> float:
+    """Angle wrapped to ``[-pi, pi)`` (as ``robotrl.tasks.driving.route.wrap_angle``)."""
+    return (x + math.pi) % (2 * math.pi) - math.pi
+
+
+def yaw_from_wxyz(q: np.ndarray) -> float:
+    """Heading about world z of quaternion ``q`` (w, x, y, z)."""
+    w, x, y, z = (float(c) for c in q)
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+class Route:
+    """A closed route (road centreline) and the car's projection onto it.
+
+    The numpy twin of ``robotrl.tasks.driving.route.TrackBank`` for one track: the nearest
+    centreline point is searched in a window (``-8 .. +24`` points) around the previous one,
+    so the projection cannot jump to a nearby stretch of road further along; the first
+    projection, or one whose nearest point is more than two half-widths away, searches every point.
+
+    Args:
+        center: ``(M, 2)`` centreline points, evenly spaced in arc length, in the odometry frame.
+        heading: ``(M,)`` driving direction at each point (rad).
+        half_width: ``(M,)`` road half-width at each point (m).
+
+    Attributes:
+        length: lap length (closed polyline), m. spacing: ``length / M``. idx: last nearest index.
+
+    Raises:
+        ValueError: for fewer than 3 points, non-finite values or a half-width <= 0.
+
+    """
+
+    WINDOW = (-8, 24)
+
+    def __init__(self, center: np.ndarray, heading: np.ndarray, half_width: np.ndarray) -> None:
+        center = np.asarray(center, dtype=np.float64).reshape(-1, 2)
+        heading = np.asarray(heading, dtype=np.float64).reshape(-1)
+        half_width = np.asarray(half_width, dtype=np.float64).reshape(-1)
+        if len(center) < 3 or len(heading) != len(center) or len(half_width) != len(center):
+            raise ValueError(f"a route needs >= 3 points with one heading and half-width each; got {len(center)}.")
+        if not _finite(center, heading, half_width) or np.any(half_width <= 0):
+            raise ValueError("a route needs finite points and headings and half-widths > 0.")
+        self.center, self.heading, self.half_width = center, heading, half_width
+        self.tangent = np.stack([np.cos(heading), np.sin(heading)], axis=1)
+        self.normal = np.stack([-self.tangent[:, 1], self.tangent[:, 0]], axis=1)
+        chords = np.linalg.norm(np.diff(np.vstack([center, center[:1]]), axis=0), axis=1)
+        self.length = float(chords.sum())
+        self.m = len(center)
+        self.spacing = self.length / self.m
+        self.s = np.arange(self.m) * self.spacing
+        self.idx: int | None = None
+
+    @classmethod
+    def from_path(cls, msg: Any) -> Route:
+        """From a ``nav_msgs/Path``: position x, y = centre, yaw = heading, position.z = half-width."""
+        poses = [p.pose for p in msg.poses]
+        center = np.array([[p.position.x, p.position.y] for p in poses], dtype=np.float64).reshape(-1, 2)
+        heading = np.array([yaw_from_wxyz(wxyz_from_ros(p.orientation)) for p in poses])
+        return cls(center, heading, np.array([p.position.z for p in poses], dtype=np.float64))
+
+    def project(self, pos: np.ndarray) -> tuple[float, float, float, float]:
+        """``(s, lateral, heading, half_width)`` of position ``pos`` ``(2,)``; updates ``idx``."""
+        pos = np.asarray(pos, dtype=np.float64)[:2]
+        best = self._nearest(pos, self.idx)
+        if self.idx is not None and float(np.linalg.norm(pos - self.center[best])) > 2 * self.half_width[best]:
+            best = self._nearest(pos, None)  # lost (or relocated): search the whole route
+        self.idx = best
+        rel = pos - self.center[best]
+        along = float(np.clip(rel @ self.tangent[best], -self.spacing, self.spacing))
+        s = (self.s[best] + along) % self.length
+        return s, float(rel @ self.normal[best]), float(self.heading[best]), float(self.half_width[best])
+
+    def _nearest(self, pos: np.ndarray, idx: int | None) -> int:
+        if idx is None:
+            cand = np.arange(self.m)
+        else:
+            cand = (idx + np.arange(self.WINDOW[0], self.WINDOW[1] + 1)) % self.m
+        d2 = ((self.center[cand] - pos) ** 2).sum(1)
+        return int(cand[int(np.argmin(d2))])
+
+    def point_at(self, s: np.ndarray) -> np.ndarray:
+        """Centreline points ``(K, 2)`` at arc lengths ``s`` ``(K,)`` (linear between points, wrapping)."""
+        u = np.remainder(s, self.length) / self.spacing
+        i0 = np.clip(np.floor(u).astype(np.int64), 0, self.m - 1)
+        i1 = (i0 + 1) % self.m
+        frac = (u - i0)[:, None]
+        return (1 - frac) * self.center[i0] + frac * self.center[i1]
+
+
+def scan_at(msg: Any, angles: np.ndarray, max_range: float) -> np.ndarray:
+    """Ranges ``(R,)`` of LaserScan ``msg`` at ``angles`` (nearest beam), clipped to ``max_range``.
+
+    REP 117: ``+inf``, NaN, and readings outside ``[range_min, range_max]`` are no return (read
+    ``max_range``); ``-inf`` is an object too close to measure (reads 0).
+    """
+    ranges = np.asarray(msg.ranges, dtype=np.float64)
+    if len(ranges) == 1 or msg.angle_increment == 0:
+        idx = np.zeros(len(angles), dtype=np.int64)
+    else:
+        idx = np.clip(np.rint((angles - msg.angle_min) / msg.angle_increment), 0, len(ranges) - 1).astype(np.int64)
+    r = ranges[idx]
+    out = np.where(np.isneginf(r), 0.0, r)
+    miss = ~np.isfinite(out) | (out > msg.range_max) | ((out < msg.range_min) & ~np.isneginf(r))
+    return np.minimum(np.where(miss, max_range, out), max_range)
+
+
 def _finite(*values: Any) -> bool:
     return all(all(map(math.isfinite, np.ravel(v).tolist() if isinstance(v, np.ndarray) else v)) for v in values)
 
@@ -68,6 +193,9 @@ class RobotState:
     Attributes:
         joint_pos, joint_vel: ``(A,)`` float64.
         quat: ``(4,)`` w, x, y, z (MuJoCo order). ang_vel, base_pos, lin_vel: ``(3,)``. command: ``(2,)``.
+        odom_quat: ``(4,)`` w, x, y, z orientation from odometry; odom_ang_vel: ``(3,)`` its body twist.
+        scan: the last accepted ``sensor_msgs/LaserScan`` (None before one).
+        route: the last accepted route (``Route``, from ``nav_msgs/Path``; None before one).
         limits: the profile's safety settings; the ``input_*`` thresholds and ``cmd_vel_timeout_s``
             apply here.
         stamp: input name -> monotonic receive time of the last accepted message (absent: never).
@@ -97,6 +225,10 @@ class RobotState:
         self.quat = np.array([1.0, 0.0, 0.0, 0.0])
         self.ang_vel, self.base_pos, self.lin_vel = np.zeros(3), np.zeros(3), np.zeros(3)
         self.command = np.zeros(2)
+        self.odom_quat = np.array([1.0, 0.0, 0.0, 0.0])
+        self.odom_ang_vel = np.zeros(3)
+        self.scan: Any = None
+        self.route: Route | None = None
         self.stamp: dict[str, float] = {}
         self.header_time: dict[str, float] = {}
         self.rejected: Counter = Counter()
@@ -149,16 +281,45 @@ class RobotState:
     def ingest_odom(self, msg: Any, now: float) -> bool:
         """Validate and apply an Odometry message (pose z and body-frame linear twist)."""
         p = msg.pose.pose.position
-        v = msg.twist.twist.linear
+        v, w = msg.twist.twist.linear, msg.twist.twist.angular
         pos, lin = np.array([p.x, p.y, p.z]), np.array([v.x, v.y, v.z])
-        if not _finite(pos, lin):
+        quat, ang = wxyz_from_ros(msg.pose.pose.orientation), np.array([w.x, w.y, w.z])
+        if not _finite(pos, lin, quat, ang):
             return self._reject("odom", "nan")
-        if np.any(np.abs(lin) > self.limits.input_max_lin_vel):
+        if np.any(np.abs(lin) > self.limits.input_max_lin_vel) or np.any(np.abs(ang) > self.limits.input_max_ang_vel):
+            return self._reject("odom", "out_of_range")
+        norm = float(np.linalg.norm(quat))
+        if abs(norm - 1.0) > self.limits.input_quat_norm_tol:
             return self._reject("odom", "out_of_range")
         self.base_pos, self.lin_vel = pos, lin
+        self.odom_quat, self.odom_ang_vel = quat / norm, ang
         self.stamp["odom"] = now
         self.header_time["odom"] = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         self.accepted["odom"] += 1
+        return True
+
+    def ingest_scan(self, msg: Any, now: float) -> bool:
+        """Validate and keep a LaserScan (its ranges may hold inf/NaN: no return, REP 117)."""
+        params = (msg.angle_min, msg.angle_max, msg.angle_increment, msg.range_min, msg.range_max)
+        if not len(msg.ranges) or not _finite(params):
+            return self._reject("scan", "nan" if len(msg.ranges) else "wrong_length")
+        if msg.range_max <= 0 or (len(msg.ranges) > 1 and msg.angle_increment == 0):
+            return self._reject("scan", "out_of_range")
+        self.scan = msg
+        self.stamp["scan"] = now
+        self.header_time["scan"] = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        self.accepted["scan"] += 1
+        return True
+
+    def ingest_route(self, msg: Any, now: float) -> bool:
+        """Validate and apply a route (``nav_msgs/Path``, see ``Route``); the projection restarts."""
+        try:
+            route = Route.from_path(msg)
+        except ValueError:
+            return self._reject("route", "invalid")
+        self.route = route
+        self.stamp["route"] = now
+        self.accepted["route"] += 1
         return True
 
     def ingest_cmd_vel(self, msg: Any, now: float) -> bool:
@@ -183,7 +344,9 @@ class RobotState:
 
 
 def required_inputs(obs_terms: list[dict[str, Any]]) -> list[str]:
-    """Inputs the observation needs (always ``joint_states``), in a stable order.
+    """Periodic inputs the observation needs (always ``joint_states``), in a stable order.
+
+    These are watched for staleness. Static inputs (the route) are in ``static_inputs``.
 
     Raises:
         ValueError: for a term whose source this runtime does not provide.
@@ -191,10 +354,37 @@ def required_inputs(obs_terms: list[dict[str, Any]]) -> list[str]:
     """
     bad = [t["source"] for t in obs_terms if t["source"] not in SOURCES]
     bad += [f"{t['name']}.joints" for t in obs_terms if t.get("joints") is not None and len(t["joints"]) != t["size"]]
+    bad += [f"{t['name']}.angles" for t in obs_terms if t["source"] == "scan" and len(t.get("angles", ())) != t["size"]]
     if bad:
-        raise ValueError(f"Policy spec asks for observation sources {bad}; this runtime provides {SOURCES}.")
+        raise ValueError(f"Policy spec asks for observation sources {bad}; this runtime provides {SOURCES} "
+                         "(a per-joint term's joints and a scan term's angles need one entry per value).")
     needed = {"joint_states"} | {NEEDS[t["source"]] for t in obs_terms if t["source"] in NEEDS}
-    return [s for s in ("joint_states", "imu", "odom") if s in needed]
+    return [s for s in PERIODIC if s in needed]
+
+
+def static_inputs(obs_terms: list[dict[str, Any]]) -> list[str]:
+    """Latched inputs the observation needs (``route``): required to arm, not watched for staleness."""
+    return ["route"] if any(t["source"] in ROUTE_SOURCES for t in obs_terms) else []
+
+
+def _route_values(state: RobotState, terms: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """The ``route_*`` sources (one projection per observation)."""
+    route = state.route
+    if route is None:  # cannot arm without one; NaN makes the chain's NaN check hold the robot
+        return {k: np.full(t["size"], np.nan) for t in terms for k in (t["source"],) if k in ROUTE_SOURCES}
+    s, lateral, heading, hw = route.project(state.base_pos[:2])
+    yaw = yaw_from_wxyz(state.odom_quat)
+    err = wrap_angle(yaw - heading)
+    out = {"route_lateral": np.array([lateral / hw]), "route_heading": np.array([math.sin(err), math.cos(err)]),
+           "route_half_width": np.array([hw])}
+    for t in terms:
+        if t["source"] == "route_ahead":
+            k = t["size"] // 2
+            pts = route.point_at(s + float(t["spacing"]) * np.arange(1, k + 1)) - state.base_pos[None, :2]
+            c, si = math.cos(yaw), math.sin(yaw)
+            local = np.stack([c * pts[:, 0] + si * pts[:, 1], -si * pts[:, 0] + c * pts[:, 1]], axis=1)
+            out["route_ahead"] = local.reshape(-1)
+    return out
 
 
 def build_observation(obs_terms: list[dict[str, Any]], state: RobotState, last_action: np.ndarray,
@@ -210,14 +400,23 @@ def build_observation(obs_terms: list[dict[str, Any]], state: RobotState, last_a
         "joint_vel": state.joint_vel,
         "last_action": last_action,
         "command_vx_yaw": command,
+        "body_vel_xy": state.lin_vel[:2],
+        "yaw_rate": state.odom_ang_vel[2:3],
     }
+    if any(t["source"] in ROUTE_SOURCES for t in obs_terms):
+        values.update(_route_values(state, obs_terms))
     parts = []
     for term in obs_terms:
-        raw = np.asarray(values[term["source"]], dtype=np.float64)
+        if term["source"] == "scan":
+            raw = (scan_at(state.scan, np.asarray(term["angles"], dtype=np.float64), float(term["range"]))
+                   if state.scan is not None else np.full(term["size"], np.nan))
+        else:
+            raw = np.asarray(values[term["source"]], dtype=np.float64)
         if term.get("joints") is not None:  # per-joint source in another joint order than the policy's
             raw = raw[[state.index[n] for n in term["joints"]]]
         if raw.shape != (term["size"],):
             raise ValueError(f"obs term {term['name']!r} expects {term['size']} values, source "
                              f"{term['source']!r} gives {raw.shape[0]}.")
-        parts.append((raw - np.asarray(term["offset"], dtype=np.float64)) * float(term["scale"]))
+        scale = np.asarray(term["scale"], dtype=np.float64)
+        parts.append((raw - np.asarray(term["offset"], dtype=np.float64)) * scale)
     return np.concatenate(parts).astype(np.float32)

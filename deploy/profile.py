@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-KINDS = ("position", "torque", "velocity")
+KINDS = ("position", "torque", "velocity", "ackermann")
 ADAPTERS = ("forward_command", "joint_trajectory", "cmd_vel")
 # Input sanity thresholds checked by RobotProfile.validate: (safety field, unit, whether 0 is allowed).
 INPUT_LIMITS = (
@@ -41,6 +41,8 @@ class Topics:
         odom: nav_msgs/Odometry input ("" when the robot has none).
         cmd_vel: velocity command input (Twist, or TwistStamped when ``cmd_vel_stamped``).
         cmd_vel_stamped: read TwistStamped (Jazzy) instead of Twist.
+        scan: sensor_msgs/LaserScan input (range rays of the driving policy).
+        route: nav_msgs/Path input, latched (TRANSIENT_LOCAL): the route a driving policy follows.
         estop: std_msgs/Bool e-stop heartbeat (``data: true`` = stop pressed).
         arm: std_msgs/Bool arm / re-arm request (``data: true``).
         status: diagnostic_msgs/DiagnosticArray status output.
@@ -53,6 +55,8 @@ class Topics:
     odom: str = "/odom"
     cmd_vel: str = "/cmd_vel"
     cmd_vel_stamped: bool = False
+    scan: str = "/scan"
+    route: str = "/robotrl/route"
     estop: str = "/robotrl/estop"
     arm: str = "/robotrl/arm"
     status: str = "/robotrl/status"
@@ -153,7 +157,8 @@ class RobotProfile:
 
     Attributes:
         name: profile name.
-        command_kind: ``position``, ``torque`` or ``velocity``; must equal the policy's action kind.
+        command_kind: ``position``, ``torque``, ``velocity`` or ``ackermann`` (steering angle, rad, and
+            throttle, motor input; both clipped to ``position_limits``); must equal the policy's action kind.
         rate_hz: control rate; null uses the policy's training rate.
         auto_arm: arm (PASSIVE -> SOFT_START) as soon as inputs are fresh. Re-arming after a
             fault always needs an explicit ``arm`` message.

@@ -33,7 +33,7 @@ from robotrl.deploy.observation import RobotState
 from robotrl.deploy.profile import RobotProfile
 
 # Inputs a robot may deliver: state inputs (validated into RobotState) and operator inputs.
-STATE_INPUTS = ("joint_states", "imu", "odom", "cmd_vel")
+STATE_INPUTS = ("joint_states", "imu", "odom", "cmd_vel", "scan", "route")
 OPERATOR_INPUTS = ("estop", "arm")
 
 
@@ -142,7 +142,8 @@ class Robot(abc.ABC):
         """
         self._require_connected("get_observation()")
         ingest = {"joint_states": self.state.ingest_joint_state, "imu": self.state.ingest_imu,
-                  "odom": self.state.ingest_odom, "cmd_vel": self.state.ingest_cmd_vel}
+                  "odom": self.state.ingest_odom, "cmd_vel": self.state.ingest_cmd_vel,
+                  "scan": self.state.ingest_scan, "route": self.state.ingest_route}
         received = []
         for name, arrival, msg in self._receive():
             accepted = ingest[name](msg, arrival) if name in ingest else None

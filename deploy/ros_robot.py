@@ -1,7 +1,8 @@
 """A robot behind ROS 2 topics (``robotrl.deploy.robot`` contract) and the node's status topics.
 
 ``TopicRobot`` subscribes to the profile's input topics (``joint_states``, ``imu``,
-``odom``, ``cmd_vel`` with BEST_EFFORT readers; ``estop``, ``arm`` RELIABLE) and publishes
+``odom``, ``cmd_vel``, ``scan`` with BEST_EFFORT readers; ``estop``, ``arm`` RELIABLE; ``route``
+RELIABLE and TRANSIENT_LOCAL) and publishes
 each command through the profile's output adapter (``robotrl.deploy.outputs``) with the
 system-default QoS that ros2_control controllers expect. ``TopicTelemetry`` publishes the
 status and the debug vectors. Both work over any ``Transport`` (Cyclone DDS or rclpy); the
@@ -19,7 +20,11 @@ from robotrl.deploy import msgs
 from robotrl.deploy.outputs import OutputAdapter
 from robotrl.deploy.profile import RobotProfile
 from robotrl.deploy.robot import Robot, Telemetry
-from robotrl.deploy.transport import COMMAND_QOS, RELIABLE_QOS, SENSOR_QOS, Subscription, Transport
+from robotrl.deploy.transport import COMMAND_QOS, RELIABLE_QOS, SENSOR_QOS, Qos, Subscription, Transport
+
+# A route is published once and latched (as map_server does for /map): TRANSIENT_LOCAL, so a node
+# started later still gets it.
+ROUTE_QOS = Qos(reliable=True, depth=1, transient_local=True)
 
 
 def _identity(topic: str) -> str:
@@ -32,8 +37,8 @@ class TopicRobot(Robot):
     Args:
         profile: the robot profile (topics, output adapter, limits).
         policy_joints: ``(A,)`` policy joint order.
-        required: state inputs the policy needs (``robotrl.deploy.observation.required_inputs``);
-            each must have a topic in the profile.
+        required: state inputs the policy needs (``robotrl.deploy.observation.required_inputs``
+            plus ``static_inputs``); each must have a topic in the profile.
         transport: the ROS 2 transport to use.
         period: control period (s), for the trajectory adapter's ``time_from_start``.
         remap: topic remapping (``-r /from:=/to``), identity by default.
@@ -48,14 +53,15 @@ class TopicRobot(Robot):
         super().__init__(profile, policy_joints)
         t = profile.topics
         self.topics = {"joint_states": remap(t.joint_states), "imu": remap(t.imu), "odom": remap(t.odom),
-                       "cmd_vel": remap(t.cmd_vel), "estop": remap(t.estop), "arm": remap(t.arm)}
+                       "cmd_vel": remap(t.cmd_vel), "estop": remap(t.estop), "arm": remap(t.arm),
+                       "scan": remap(t.scan), "route": remap(t.route)}
         for name in required:
             if not self.topics[name]:
                 raise ValueError(f"The policy needs {name} but robot profile {profile.name!r} sets topics.{name} "
                                  "empty; set it to the robot's topic.")
         self.types = {"joint_states": msgs.JointState, "imu": msgs.Imu, "odom": msgs.Odometry,
                       "cmd_vel": msgs.TwistStamped if t.cmd_vel_stamped else msgs.Twist,
-                      "estop": msgs.Bool, "arm": msgs.Bool}
+                      "estop": msgs.Bool, "arm": msgs.Bool, "scan": msgs.LaserScan, "route": msgs.Path}
         self.wanted = [n for n in (*required, "cmd_vel", "estop", "arm") if self.topics[n]]
         self.output = OutputAdapter(profile, self.joint_names, period)
         self.command_topic = remap(profile.output.topic)
@@ -66,8 +72,8 @@ class TopicRobot(Robot):
     def connect(self) -> None:
         """Create the input subscriptions and the command publisher."""
         tr = self.transport
-        self._subs = {name: tr.subscription(self.topics[name], self.types[name],
-                                            RELIABLE_QOS if name in ("estop", "arm") else SENSOR_QOS)
+        qos = {"estop": RELIABLE_QOS, "arm": RELIABLE_QOS, "route": ROUTE_QOS}
+        self._subs = {name: tr.subscription(self.topics[name], self.types[name], qos.get(name, SENSOR_QOS))
                       for name in self.wanted}
         self._pub = tr.publisher(self.command_topic, self.output.msg_type, COMMAND_QOS)
         self._connected = True

@@ -14,7 +14,7 @@ the cause has cleared. The ROS managed-node state is mirrored in ``lifecycle``:
 4. action clip to ``[-1, 1]``, then ``command = offset + scale * action``;
 5. joint position limits (position kind: clip; torque/velocity kind: no push further out
    beyond ``limit + position_margin``), then the command range (torque: effort limits,
-   velocity: velocity limits);
+   velocity: velocity limits, ackermann: the steering and throttle ``position_limits``);
 6. per-step delta cap, and for position commands the velocity cap ``v_max * dt``;
 7. torque-estimate clamp (position kind, ``kp * (q_cmd - q) - kd * qd`` within effort);
 8. attitude and base-height guards (-> DAMP), and the out-of-domain guard: observations outside
@@ -177,6 +177,8 @@ class SafetyChain:
 
     # --- chain steps ---------------------------------------------------------------
     def _bounds(self, cmd: np.ndarray) -> np.ndarray:
+        if self.kind == "ackermann":
+            return np.clip(cmd, self.lo, self.hi)
         if self.kind == "torque":
             return np.clip(cmd, -self.effort, self.effort)
         if self.kind == "velocity":
@@ -186,6 +188,8 @@ class SafetyChain:
     def _position_limits(self, cmd: np.ndarray, q: np.ndarray) -> np.ndarray:
         if self.kind == "position":
             return np.clip(cmd, self.lo, self.hi)
+        if self.kind == "ackermann":  # the command range is the limits (_bounds)
+            return cmd
         margin = self.cfg.position_margin
         out = cmd.copy()
         out[(q > self.hi + margin) & (cmd > 0)] = 0.0
@@ -215,6 +219,12 @@ class SafetyChain:
         q, qd = state.joint_pos, state.joint_vel
         if self.kind == "velocity":
             return np.zeros(len(self.joints))
+        if self.kind == "ackermann":  # throttle 0; HOLD keeps the steering angle, DAMP centres it
+            cmd = np.zeros(len(self.joints))
+            if mode == Mode.HOLD and self.last_command is not None and "steering" in self.joints:
+                i = self.joints.index("steering")
+                cmd[i] = self.last_command[i]
+            return cmd
         if mode == Mode.HOLD:
             if self.kind == "position":
                 return self.last_command.copy() if self.last_command is not None else q.copy()

@@ -6,7 +6,11 @@ time, or with simulation time from 0 and a ``/clock`` topic under ``use_sim_time
 base ``/imu/data`` (orientation, body-frame angular velocity) and ``/odom`` (pose; twist in
 the body frame, ``child_frame_id`` = root body), plus the task's velocity command on
 ``/cmd_vel`` (``publish_command``) and, when an episode ends, its return, length and
-success on ``/sim/episode`` (DiagnosticArray). It applies the commands the robot profile's
+success on ``/sim/episode`` (DiagnosticArray). A task whose deploy hook
+(``tasks/<name>/robot_io.py``) defines ``sim_joint_state`` publishes that joint state instead of
+MJCF joints (driving: ``steering`` and ``throttle``); ``sim_scan`` adds ``/scan``
+(sensor_msgs/LaserScan) and ``sim_route`` the current route on ``/robotrl/route`` (nav_msgs/Path,
+latched, republished when the episode's track changes). It applies the commands the robot profile's
 output adapter sends (``forward_command`` or ``joint_trajectory``), mapped by joint name:
 ``action = (command - offset) / scale`` of the task's action spec.
 
@@ -24,6 +28,8 @@ this many; 0 = never), ``duration_s``, ``publish_command``, ``log_level``, ``use
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -37,6 +43,7 @@ from robotrl.deploy import msgs
 from robotrl.deploy.observation import quat_rotate_inverse_wxyz
 from robotrl.deploy.params import console_front
 from robotrl.deploy.profile import load_profile
+from robotrl.deploy.ros_robot import ROUTE_QOS
 from robotrl.deploy.transport import RELIABLE_QOS, Qos, make_transport
 
 log = logging.getLogger("robotrl.sim_robot")
@@ -78,9 +85,16 @@ class SimRobot:
         self.task, self.torch = self.env.task, torch
         model = self.env.sim.model
         self.joints = self.task.joint_names
-        jid = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in self.joints]
-        self.qadr = np.asarray([model.jnt_qposadr[j] for j in jid])
-        self.vadr = np.asarray([model.jnt_dofadr[j] for j in jid])
+        hook = f"robotrl.tasks.{name}.robot_io"
+        self.hook = importlib.import_module(hook) if importlib.util.find_spec(hook) is not None else None
+        if not self._has_hook("sim_joint_state"):
+            jid = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in self.joints]
+            missing = [j for j, i in zip(self.joints, jid, strict=True) if i < 0]
+            if missing:
+                raise ValueError(f"task {name!r}: joints {missing} are not MJCF joints; give its deploy hook "
+                                 f"({hook}) a sim_joint_state(task).")
+            self.qadr = np.asarray([model.jnt_qposadr[j] for j in jid])
+            self.vadr = np.asarray([model.jnt_dofadr[j] for j in jid])
         self.floating = int(model.jnt_type[0]) == int(mujoco.mjtJoint.mjJNT_FREE)
         self.root = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, 1) or "base"
         spec = self.task.action_spec()
@@ -100,7 +114,12 @@ class SimRobot:
         self.pub_js = tr.publisher(t.joint_states, msgs.JointState, STATE_QOS)
         self.pub_imu = tr.publisher(t.imu, msgs.Imu, STATE_QOS) if self.floating and t.imu else None
         self.pub_odom = tr.publisher(t.odom, msgs.Odometry, STATE_QOS) if self.floating and t.odom else None
-        self.pub_cmd = tr.publisher(t.cmd_vel, msgs.Twist, STATE_QOS) if params["publish_command"] else None
+        self.pub_cmd = (tr.publisher(t.cmd_vel, msgs.Twist, STATE_QOS)
+                        if params["publish_command"] and t.cmd_vel and hasattr(self.task, "command") else None)
+        scan, route = self._has_hook("sim_scan") and t.scan, self._has_hook("sim_route") and t.route
+        self.pub_scan = tr.publisher(t.scan, msgs.LaserScan, STATE_QOS) if scan else None
+        self.pub_route = tr.publisher(t.route, msgs.Path, ROUTE_QOS) if route else None
+        self._route_key: Any = None
         self.sim_time = bool(params["use_sim_time"])
         self.pub_clock = tr.publisher("/clock", msgs.Clock, STATE_QOS) if self.sim_time else None
         self.pub_episode = tr.publisher("/sim/episode", msgs.DiagnosticArray, RELIABLE_QOS)
@@ -113,6 +132,9 @@ class SimRobot:
         self._stamp = self._now_stamp()
         self.last_action = np.zeros(len(self.joints))
         self._stop = False
+
+    def _has_hook(self, fn: str) -> bool:
+        return self.hook is not None and hasattr(self.hook, fn)
 
     # --- I/O -------------------------------------------------------------------------
     def _action(self, msg: Any) -> np.ndarray | None:
@@ -141,8 +163,18 @@ class SimRobot:
         header = msgs.Header(stamp=self._stamp, frame_id="")
         if self.pub_clock is not None:
             self.pub_clock.publish(msgs.Clock(clock=self._stamp))
-        self.pub_js.publish(msgs.JointState(header=header, name=list(self.joints), position=qpos[self.qadr].tolist(),
-                                            velocity=qvel[self.vadr].tolist(), effort=ctrl.tolist()))
+        if self.pub_route is not None:
+            self.publish_route()
+        if self._has_hook("sim_joint_state"):
+            names, pos, vel, eff = self.hook.sim_joint_state(self.task)
+            self.pub_js.publish(msgs.JointState(header=header, name=names, position=pos, velocity=vel, effort=eff))
+        else:
+            self.pub_js.publish(msgs.JointState(header=header, name=list(self.joints),
+                                                position=qpos[self.qadr].tolist(), velocity=qvel[self.vadr].tolist(),
+                                                effort=ctrl.tolist()))
+        scan = self.hook.sim_scan(self.task) if self.pub_scan is not None else None
+        if scan is not None:
+            self.pub_scan.publish(msgs.LaserScan(header=msgs.Header(header.stamp, "laser"), **scan))
         if self.floating:
             w, x, y, z = qpos[3:7]
             quat = msgs.Quaternion(x=x, y=y, z=z, w=w)
@@ -161,6 +193,21 @@ class SimRobot:
         if self.pub_cmd is not None and hasattr(self.task, "command"):
             vx, yaw = self.task.command[0].tolist()[:2]
             self.pub_cmd.publish(msgs.Twist(linear=msgs.Vector3(x=vx), angular=msgs.Vector3(z=yaw)))
+
+    def publish_route(self) -> None:
+        """Publish the current route (latched) when it changed: centre x, y, yaw = heading, z = half-width."""
+        track, center, heading, half_width = self.hook.sim_route(self.task)
+        key = (self.episodes, track)  # every episode: its start is a new place on the route
+        if key == self._route_key:
+            return
+        self._route_key = key
+        header = msgs.Header(stamp=self._stamp, frame_id="odom")
+        poses = [msgs.PoseStamped(header=header, pose=msgs.Pose(
+            msgs.Point(float(x), float(y), float(w)),
+            msgs.Quaternion(x=0.0, y=0.0, z=float(np.sin(0.5 * h)), w=float(np.cos(0.5 * h)))))
+            for (x, y), h, w in zip(center, heading, half_width, strict=True)]
+        self.pub_route.publish(msgs.Path(header=header, poses=poses))
+        log.info("route %s published (%d points)", key, len(poses))
 
     def _now_stamp(self) -> msgs.Time:
         """Simulation time (``use_sim_time``, from 0, also on ``/clock``) or wall-clock time."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import json
 import logging
 import subprocess
@@ -54,7 +55,9 @@ def _task_model_info(meta: dict[str, Any]) -> tuple[list | None, list | None]:
     terms = None
     hook = f"robotrl.tasks.{name}.robot_io"
     if importlib.util.find_spec(hook) is not None:
-        terms = importlib.import_module(hook).obs_terms(model)
+        obs_terms = importlib.import_module(hook).obs_terms
+        # hooks whose terms depend on task settings the model does not carry take the config too
+        terms = obs_terms(model, task.cfg) if len(inspect.signature(obs_terms).parameters) > 1 else obs_terms(model)
     else:
         log.warning("task %r has no deploy hook (%s.obs_terms); the spec carries no obs_terms, so "
                     "robotrl-deploy cannot rebuild its observation from topics", name, hook)

@@ -24,7 +24,7 @@ os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(write_fastdds_loopback_profile
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ["ROS_PYTHON_CHECK_FIELDS"] = "1"
 
-from tests.deploy.helpers import make_humanoid_checkpoint  # noqa: E402 - after the URI pin
+from tests.deploy.helpers import make_driving_checkpoint, make_humanoid_checkpoint  # noqa: E402 - after the pin
 
 
 @pytest.fixture(scope="session")
@@ -34,5 +34,16 @@ def humanoid_export(tmp_path_factory):
     from robotrl.export.onnx import export_policy
 
     run = make_humanoid_checkpoint(tmp_path_factory.mktemp("humanoid_run"))
+    onnx_path, spec_path = export_policy(str(run))
+    return run, onnx_path, spec_path
+
+
+@pytest.fixture(scope="session")
+def driving_export(tmp_path_factory):
+    """(run_dir, onnx_path, spec_path) of an exported untrained driving policy."""
+    pytest.importorskip("onnxruntime")
+    from robotrl.export.onnx import export_policy
+
+    run = make_driving_checkpoint(tmp_path_factory.mktemp("driving_run"))
     onnx_path, spec_path = export_policy(str(run))
     return run, onnx_path, spec_path

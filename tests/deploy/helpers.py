@@ -47,6 +47,45 @@ def make_humanoid_checkpoint(root: Path, seed: int = 0, steps: int = 40) -> Path
     return root
 
 
+def make_driving_checkpoint(root: Path, seed: int = 0, steps: int = 40, gain: float = 0.5) -> Path:
+    """An untrained driving ActorCritic (Gaussian head) with a filled obs normalizer, runner-style meta.
+
+    The last layer's gain is raised from 0.01 so that steering and throttle vary with the
+    observation; ``gain`` 0.5 keeps the car on the road for tens of steps with seed 0.
+    """
+    from robotrl.tasks.driving.config import DrivingConfig
+
+    from robotrl.envs.task_env import TaskEnv
+    from robotrl.policies.mlp import ActorCritic, PolicyConfig
+    from robotrl.sim.backend import SimConfig
+    from robotrl.storage.checkpoint import prefixed, save_checkpoint
+
+    torch.manual_seed(seed)
+    cfg = DrivingConfig(randomize=False)
+    env = TaskEnv(cfg, SimConfig(num_envs=4), seed=seed)
+    dims = env.obs_dims
+    critic_dim = dims.get("critic", dims["policy"])  # driving: the critic sees the policy observation
+    policy = ActorCritic(dims["policy"], critic_dim, env.num_actions, PolicyConfig(init_std=0.5))
+    torch.nn.init.orthogonal_(policy.actor[-1].weight, gain=gain)
+    with torch.no_grad():
+        policy.actor[-1].bias[1] = 0.6  # throttle: drive forwards
+    obs = env.reset()
+    for _ in range(steps):
+        policy.update_normalizers(obs["policy"], obs.get("critic", obs["policy"]))
+        obs, *_ = env.step(torch.rand(4, env.num_actions) * 2 - 1)
+    task = env.task
+    meta = {
+        "task": {"name": "driving", "config": asdict(cfg)},
+        "policy": {"obs_dim": policy.obs_dim, "critic_dim": policy.critic_dim, "action_dim": policy.action_dim,
+                   "config": asdict(policy.cfg)},
+        "obs_layout": [list(x) for x in task.obs_layout()], "joint_names": task.joint_names,
+        "action_spec": task.action_spec(), "step_dt": env.step_dt, "config_yaml": "task: driving\n",
+        "config_hash": "test0000", "env_steps": 0,
+    }
+    save_checkpoint(root / "checkpoints", 0, prefixed(policy.state_dict(), "policy"), meta)
+    return root
+
+
 def free_domain() -> int:
     """A ROS domain id unlikely to collide with other tests or engineers (10..229)."""
     return 10 + (os.getpid() * 7 + time.monotonic_ns() // 1000) % 220

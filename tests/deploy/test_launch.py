@@ -99,7 +99,7 @@ def walk(path: Path, given: dict[str, str]) -> list[dict]:
 
 
 def test_launch_files_exist():
-    assert {f.name for f in FILES} == {"robot.launch.xml", "sim_robot.launch.xml"}
+    assert {f.name for f in FILES} == {"robot.launch.xml", "sim_robot.launch.xml", "driving_sim.launch.xml"}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -115,9 +115,11 @@ def test_unknown_attribute_is_caught(tmp_path):
         walk(bad, {})
 
 
-def test_sim_launch_commands_run_with_ros_tail(humanoid_export, tmp_path):
-    nodes = walk(LAUNCH / "sim_robot.launch.xml", {"policy": str(humanoid_export[2]),
-                                                    "record_dir": str(tmp_path / "bags")})
+@pytest.mark.parametrize(("launch", "export"), [("sim_robot.launch.xml", "humanoid_export"),
+                                                ("driving_sim.launch.xml", "driving_export")])
+def test_sim_launch_commands_run_with_ros_tail(launch, export, request, tmp_path):
+    spec = request.getfixturevalue(export)[2]
+    nodes = walk(LAUNCH / launch, {"policy": str(spec), "record_dir": str(tmp_path / "bags")})
     env = {**os.environ, "ROS_DOMAIN_ID": str(free_domain())}
     procs = []
     for n in nodes:
