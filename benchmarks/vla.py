@@ -196,6 +196,7 @@ def main() -> None:
     print(table([(k, fmt(v)) for k, v in fig.items() if k.startswith(("demo", "teacher", "sft", "chance"))], "SFT"),
           flush=True)
 
+    save("vla", fig)  # SFT figures survive a later interruption
     sft_state = {k: v.clone() for k, v in model.state_dict().items()}
     curve: list = []
     for method in args.methods:
