@@ -137,7 +137,7 @@ def errors(tmp_path, pixel_noise=0.0, depth_noise=0.0, n=5):
     intr = Intrinsics.from_camera_info(camera_info_from_fovy(W, H, FOVY))
     icp = IcpPoseSource(model_points())
     rng = np.random.default_rng(1)
-    out = {"aruco": [], "icp": []}
+    out = {"aruco": [], "icp": [], "icp_from_aruco": []}
     for pos, quat in poses(n):
         rgb, depth = render(model, data, pos, quat)
         if pixel_noise:
@@ -148,6 +148,9 @@ def errors(tmp_path, pixel_noise=0.0, depth_noise=0.0, n=5):
         est = aruco.estimate(rgb, intr)
         assert est is not None, "marker not detected"
         out["aruco"].append(pose_error(est, ref))
+        seeded = icp.estimate(depth, intr, est)  # both available: ICP refines the ArUco pose
+        assert seeded is not None
+        out["icp_from_aruco"].append(pose_error(seeded, ref))
         off = np.eye(4)
         off[:3, :3] = rot_from_wxyz([math.cos(math.radians(4)), 0.0, math.sin(math.radians(4)), 0.0])
         off[:3, 3] = [0.012, -0.012, 0.009]  # 2 cm and 8 degrees off
@@ -169,10 +172,12 @@ def test_camera_info_intrinsics_and_pose_stamped_order():
         Intrinsics.from_camera_info(type(info)())
 
 
-def test_aruco_within_1cm_5deg_and_icp_within_1cm_10deg_on_rendered_tool_poses(tmp_path):
+def test_aruco_and_icp_from_aruco_within_1cm_5deg_icp_alone_within_1cm_10deg_on_rendered_tool_poses(tmp_path):
+    """ICP alone, from a guess 2 cm / 8 deg off, misses 5 deg on one pose (8.8 deg: yaw about the flat
+    tool's face normal is weakly constrained by depth); seeded with the ArUco pose it meets 5 deg."""
     pytest.importorskip("open3d", reason="the ICP source needs the vision extra: pip install 'robotrl[vision]'")
     out = errors(tmp_path, n=10)
-    for name, rot_bound in (("aruco", 5.0), ("icp", 10.0)):
+    for name, rot_bound in (("aruco", 5.0), ("icp", 10.0), ("icp_from_aruco", 5.0)):
         pos, rot = np.asarray(out[name]).T
         assert pos.max() <= 0.01 and rot.max() <= rot_bound, (name, out[name])
 
