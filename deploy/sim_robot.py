@@ -223,7 +223,9 @@ class SimRobot:
         if "episode" in info:
             self.episodes += 1
             stats = {k: float(v[0]) for k, v in info["episode"].items()}
-            log.info("episode %d: return %.2f length %d", self.episodes, stats["return"], stats["length"])
+            shown = ("success", "lap_completed", "route_completion", "lap_time_s")
+            extra = "".join(f" {k} {stats[k]:.3g}" for k in shown if k in stats)
+            log.info("episode %d: return %.2f length %d%s", self.episodes, stats["return"], stats["length"], extra)
             values = [msgs.KeyValue(k, repr(v)) for k, v in stats.items()]
             values.append(msgs.KeyValue("episode", str(self.episodes)))
             self.pub_episode.publish(msgs.DiagnosticArray(status=[msgs.DiagnosticStatus(
