@@ -78,8 +78,11 @@ def plot_learning_curve(run_dir: Path, out_path: Path) -> Path | None:
     axes[0].set(xlabel="env steps", ylabel="mean episode return", title="return")
     axes[1].plot(steps, [r.get("episode/length") for r in rows], color="tab:orange")
     axes[1].set(xlabel="env steps", ylabel="mean episode length", title="episode length")
+    from matplotlib.ticker import EngFormatter
+
     for ax in axes:
         ax.grid(alpha=0.3)
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 200k, 1.5M: readable at any run length
     fig.suptitle(run_dir.name)
     fig.tight_layout()
     fig.savefig(out_path, dpi=110)
