@@ -1,4 +1,4 @@
-"""``robotrl train algo=vla_sft`` then ``algo=grpo`` and ``algo=vla_ppo`` from it, end to end with a tiny vision tower."""
+"""`robotrl train algo=vla_sft`, then `algo=grpo` and `algo=vla_ppo` from it, end to end (tiny vision tower)."""
 
 import json
 import subprocess
