@@ -119,7 +119,12 @@ def test_bad_joint_states_are_dropped_and_counted(rig):
             robot.inject(msg)  # one at a time: each is counted before the next is sent
             robot.wait_for(lambda v, key=f"rejected/joint_states/{reason}", c=count: v.get(key) == str(c))
     values = robot.wait_for(lambda v: all(v.get(f"rejected/joint_states/{k}") == "3" for k in bad))
-    assert values["mode"] == "POLICY" and proc.poll() is None
+    # Dropped messages never fault the node. (On a loaded machine a process stall longer than 3
+    # periods can still make every input stale at once; that latches a stale: fault, which is
+    # correct behaviour and not what this test is about, so only stale: faults are tolerated.)
+    faults = [f for f in values.get("faults", "").split(",") if f]
+    assert all(f.startswith("stale:") for f in faults), values
+    assert values["mode"] == ("POLICY" if not faults else "HOLD") and proc.poll() is None
     assert int(values["accepted/joint_states"]) > 10
 
 
