@@ -69,7 +69,7 @@ def grid(axes: Mapping[str, Sequence[Any]], seeds: Sequence[int]) -> list[Scenar
     """
     names = sorted(axes)
     combos = list(itertools.product(*(list(axes[n]) for n in names))) or [()]
-    out = []
+    out: list[Scenario] = []
     for values, seed in itertools.product(combos, seeds):
         out.append(Scenario(f"{len(out):06d}", int(seed), dict(zip(names, values, strict=True))))
     return out

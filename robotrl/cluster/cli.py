@@ -62,7 +62,8 @@ def parse(job_name: str, argv: list[str]) -> tuple[BatchConfig, Any]:
     job_cls = JOBS[job_name]
     batch_keys = {f.name for f in dataclasses.fields(BatchConfig)}
     job_keys = {f.name for f in dataclasses.fields(job_cls)}
-    batch_args, job_args = [], []
+    batch_args: list[str] = []
+    job_args: list[str] = []
     for arg in argv:
         key = arg.split("=", 1)[0].split(".", 1)[0]
         if "=" not in arg or key not in batch_keys | job_keys:
@@ -71,6 +72,7 @@ def parse(job_name: str, argv: list[str]) -> tuple[BatchConfig, Any]:
         (batch_args if key in batch_keys and key not in job_keys else job_args).append(arg)
     cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(BatchConfig), OmegaConf.from_dotlist(batch_args)))
     job = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(job_cls), OmegaConf.from_dotlist(job_args)))
+    assert isinstance(cfg, BatchConfig)
     return cfg, job
 
 

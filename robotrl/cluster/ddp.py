@@ -156,8 +156,11 @@ class DataParallel:
         return [v for v in vars(self.algo).values() if isinstance(v, torch.optim.Optimizer)]
 
     def _average_grad(self, param: torch.Tensor) -> None:
-        dist.all_reduce(param.grad)
-        param.grad.div_(self.world)
+        grad = param.grad
+        if grad is None:  # a parameter that took no part in this loss
+            return
+        dist.all_reduce(grad)
+        grad.div_(self.world)
 
     def _average_lr(self, optim: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         lrs = torch.tensor([float(g["lr"]) for g in optim.param_groups], dtype=torch.float64)

@@ -117,7 +117,7 @@ class _FrameRecorder:
     def kept_frames(self, episodes: int, success_only: bool) -> list[np.ndarray]:
         """Frames of the episodes ``collect`` kept, in its order (episode index, then world)."""
         per_world = max(1, -(-episodes // self.num_envs))
-        kept = []
+        kept: list[Any] = []
         for i, segments in enumerate(self.finished):
             chosen = [frames for frames, ok in segments if ok or not success_only][:per_world]
             kept.extend((k, i, frames) for k, frames in enumerate(chosen))
@@ -173,7 +173,8 @@ class CollectJob:
                 camera = int(camera)
             recorder = _FrameRecorder(env, camera, (self.image_size[0], self.image_size[1])) if self.images else None
             teacher = _teacher(env, self.teacher)
-            episodes = collect(recorder or env, teacher, self.episodes, self.noise, self.success_only, scenario.seed)
+            episodes = collect(recorder or env, teacher,  # type: ignore[arg-type]  # the recorder proxies a VecEnv
+                               self.episodes, self.noise, self.success_only, scenario.seed)
         finally:
             env.close()
         out = []

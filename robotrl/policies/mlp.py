@@ -86,7 +86,9 @@ class ActorCritic(nn.Module):
                     if isinstance(layer, nn.Linear):
                         nn.init.orthogonal_(layer.weight, gain=math.sqrt(2.0))
                         nn.init.zeros_(layer.bias)
-            nn.init.orthogonal_(self.critic[-1].weight, gain=1.0)
+            value_head = self.critic[-1]
+            assert isinstance(value_head, nn.Linear)
+            nn.init.orthogonal_(value_head.weight, gain=1.0)
         last = self.actor[-1]
         assert isinstance(last, nn.Linear)
         nn.init.orthogonal_(last.weight, gain=0.01)

@@ -107,8 +107,9 @@ class EfficientNetStages(nn.Module):
         from robotrl.rewards.encoders import load_efficientnet_lite0
 
         net = load_efficientnet_lite0()
-        self.stem = nn.Sequential(net.conv_stem, net.bn1)
-        self.blocks = nn.Sequential(*list(net.blocks)[:VISION_STAGES])
+        stem, bn1, blocks = net.get_submodule("conv_stem"), net.get_submodule("bn1"), net.get_submodule("blocks")
+        self.stem = nn.Sequential(stem, bn1)
+        self.blocks = nn.Sequential(*list(blocks.children())[:VISION_STAGES])
         for p in self.parameters():
             p.requires_grad_(False)
         self.eval()
@@ -131,6 +132,11 @@ class VLA(nn.Module):
         action_dim: size ``A`` of the action in ``[-1, 1]``.
 
     """
+
+    bin_centers: torch.Tensor
+    instruction_table: torch.Tensor
+    _mean: torch.Tensor
+    _std: torch.Tensor
 
     def __init__(self, cfg: VLAConfig, proprio_dim: int, action_dim: int) -> None:
         super().__init__()

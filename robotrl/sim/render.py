@@ -107,6 +107,6 @@ def write_video(frames: list[np.ndarray] | np.ndarray, path: str, fps: int = 30)
 
     with imageio.get_writer(path, fps=fps, codec="libx264", quality=7, macro_block_size=1) as writer:
         for frame in frames:
-            writer.append_data(np.asarray(frame))
+            writer.append_data(np.asarray(frame))  # type: ignore[attr-defined]  # imageio's ffmpeg writer
     log.info("wrote video %s (%d frames)", path, len(frames))
     return path
