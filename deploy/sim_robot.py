@@ -242,8 +242,22 @@ class SimRobot:
         return (self._stop or (p["episodes"] and self.episodes >= int(p["episodes"]))
                 or (p["duration_s"] and time.monotonic() - start >= float(p["duration_s"])))
 
+    def _await_episode_reader(self, timeout: float = 10.0) -> None:
+        """With ``episodes:=N``, give whoever collects the results time to discover ``/sim/episode``.
+
+        The stats are VOLATILE: a reader that matches after the last episode was published (a short
+        episode on a loaded machine, slow Fast DDS discovery) would never get them.
+        """
+        end = time.monotonic() + timeout
+        while self.pub_episode.matched() == 0 and time.monotonic() < end:
+            time.sleep(0.05)
+        if self.pub_episode.matched() == 0:
+            log.warning("no reader of /sim/episode after %.0f s; episode stats may go unread", timeout)
+
     def run(self) -> int:
         """Lockstep or real-time loop (module docstring)."""
+        if self.params["episodes"]:
+            self._await_episode_reader()
         start = time.monotonic()
         self.publish_state()
         last_pub = time.monotonic()

