@@ -10,14 +10,8 @@ from robotrl.envs.task_env import make_env
 from robotrl.policies.vla import VLA, VLAConfig
 from robotrl.sim.backend import SimConfig
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Small models train 10x slower with 2 spinning threads on a busy 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 def _env(n=8, seed=0):
     return make_env(ToolUseLanguageConfig(), SimConfig(num_envs=n, nthread=1), seed=seed, image_size=(32, 32))

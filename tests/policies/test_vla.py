@@ -6,14 +6,8 @@ import torch
 
 from robotrl.policies.vla import VLA, VLAConfig
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Small models train 10x slower with 2 spinning threads on a busy 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 def _obs(b=3, size=32, p=7):
     gen = torch.Generator().manual_seed(0)
