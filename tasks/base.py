@@ -57,6 +57,13 @@ class TaskConfig:
         nan_max_fraction: ... and only once they also exceed this fraction of world-steps.
         scenarios: a scenario file (``robotrl twin mine``) whose regions this task's resets draw from.
         scenario_mix: fraction of resets drawn from ``scenarios`` (0: none).
+        dynamics: a physics file (``robotrl twin calibrate``'s ``physics.yaml``) compiled into the
+            model: its multipliers scale the nominal masses, damping, gains and friction, and its
+            ``delay_steps`` is the control delay (``robotrl.twin.physics``).
+        dynamics_mode: how ``dynamics`` is used. ``center``: the task's randomization ranges (and
+            ``action_delay_max``) apply around the calibrated values. ``nominal``: every world runs the
+            calibrated model as is, with the task's dynamics randomization (``randomize`` hook) and the
+            random action delay off.
 
     """
 
@@ -72,6 +79,8 @@ class TaskConfig:
     nan_max_fraction: float = 0.001
     scenarios: str = ""
     scenario_mix: float = 0.0
+    dynamics: str = ""
+    dynamics_mode: str = "center"
 
 
 class Task(abc.ABC):

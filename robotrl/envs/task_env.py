@@ -12,6 +12,13 @@ a failed simulation (reward 0, ``terminated``), counted per name and per world i
 ``task.nan_max_count`` world-steps *and* ``task.nan_max_fraction`` of all world-steps the env
 raises ``FloatingPointError`` naming it: a task bug stops the run instead of training on zeros.
 
+Calibrated dynamics (``task.dynamics=<physics.yaml>``, ``robotrl.twin.physics``): the file's
+multipliers are compiled into the task's model before the sim is built, so every per-world field
+a task derives from ``sim.model`` starts from the calibrated values. With ``task.dynamics_mode=center``
+the task's randomizers scale those values and the action delay is drawn from ``action_delay_max + 1``
+values around the calibrated ``delay_steps``; with ``nominal`` the ``randomize`` hook is not called and
+every world has the calibrated delay.
+
 ``env.pre_reset_hooks``: callables ``hook(env, info)`` run every step after physics and the
 reward, before the autoreset, so they see the end-of-step state of every world, including those
 about to be reset (``robotrl.rewards.env`` renders the frames it scores here). They may add keys to ``info``.
@@ -49,7 +56,14 @@ class TaskEnv(VecEnv):
         self.num_envs = sim_cfg.num_envs
         self.task = task_class(task_cfg.name)(task_cfg, self.num_envs, self.device)
         self.cfg = task_cfg
-        self.sim = make_sim(self.task.build_model(), sim_cfg)
+        model = self.task.build_model()
+        self.physics = None
+        if task_cfg.dynamics or task_cfg.dynamics_mode != "center":
+            from robotrl.twin.physics import model_with, task_dynamics
+
+            self.physics = task_dynamics(task_cfg.dynamics, task_cfg.dynamics_mode)
+            model = model_with(model, self.physics) if self.physics is not None else model
+        self.sim = make_sim(model, sim_cfg)
         self.task.setup(self.sim)
         self.gen = torch.Generator(device=self.device)
         self.gen.manual_seed(seed)
@@ -66,7 +80,8 @@ class TaskEnv(VecEnv):
         self.total_nan_resets = 0
         self.nan_counts: dict[str, int] = {}
         self._world_steps = 0
-        delay_slots = task_cfg.action_delay_max + 1
+        self._base_delay = self.physics.delay_steps if self.physics is not None else 0
+        delay_slots = self._base_delay + task_cfg.action_delay_max + 1
         self._action_hist = torch.zeros(delay_slots, n, self.num_actions, device=dev)
         self._delay = torch.zeros(n, dtype=torch.long, device=dev)
         self._arange = torch.arange(n, device=dev)
@@ -294,16 +309,21 @@ class TaskEnv(VecEnv):
         return stats
 
     def _reset_ids(self, ids: torch.Tensor) -> None:
-        if self.cfg.randomize:
+        fixed = self.physics is not None and self.cfg.dynamics_mode == "nominal"
+        if self.cfg.randomize and not fixed:
             self.task.randomize(ids, self.gen)
         self.task.reset(ids, self.gen)
         self.episode_step[ids] = 0
         self.episode_return[ids] = 0.0
         self._episode_terms[:, ids] = 0.0
         self._action_hist[:, ids] = 0.0
-        if self.cfg.action_delay_max > 0 and self.cfg.randomize:
-            high = self.cfg.action_delay_max + 1
-            self._delay[ids] = torch.randint(0, high, (ids.numel(),), generator=self.gen, device=self.device)
+        spread = self.cfg.action_delay_max if self.cfg.randomize and not fixed else 0
+        low = max(0, self._base_delay - spread // 2)  # centred on the calibrated delay (0..spread without a file)
+        if spread > 0:
+            self._delay[ids] = torch.randint(low, low + spread + 1, (ids.numel(),), generator=self.gen,
+                                             device=self.device)
+        elif self._base_delay:
+            self._delay[ids] = self._base_delay
 
     def close(self) -> None:
         """Nothing to release on CPU; Warp buffers go with the object."""

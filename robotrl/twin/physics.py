@@ -6,7 +6,9 @@ loss and an integer control delay). The same object
 * perturbs a MuJoCo sim robot (``robotrl-sim-robot physics:=<yaml>``, ``record_episode``),
 * sets the candidate physics of twin worlds (``apply_physics`` on a BatchSim, per world),
 * compiles into a standalone ``MjModel`` for ``mujoco.sysid`` (``model_with``),
-* and is what ``robotrl twin calibrate`` writes (``save_physics``; YAML, ``physics:`` key).
+* is what ``robotrl twin calibrate`` writes (``save_physics``; YAML, ``physics:`` key),
+* and is what training reads with ``task.dynamics=<file>`` (``task_dynamics``: compiled into the
+  task's model before the sim is built, so the task's randomizers scale the calibrated values).
 
 Fields (multipliers unless noted):
     body_mass: every body's mass (and inertia, so the density scales).
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 
     from robotrl.sim.backend import BatchSim
 
+DYNAMICS_MODES = ("center", "nominal")
 SCALE_FIELDS = ("body_mass", "dof_damping", "dof_armature", "geom_friction", "actuator_gain", "actuator_bias")
 
 
@@ -73,6 +76,23 @@ def load_physics(path: str | Path) -> Physics:
     if bad or physics.delay_steps < 0:
         raise ValueError(f"{path}: multipliers must be > 0 and delay_steps >= 0; bad: {bad or ['delay_steps']}.")
     return physics
+
+
+def task_dynamics(path: str, mode: str) -> Physics | None:
+    """The physics of a task config's ``dynamics`` file (None when ``path`` is empty).
+
+    Raises:
+        ValueError: ``mode`` is not one of ``DYNAMICS_MODES``, or the file is invalid.
+        FileNotFoundError: ``path`` does not exist.
+
+    """
+    if mode not in DYNAMICS_MODES:
+        raise ValueError(f"task.dynamics_mode={mode!r}; valid: {list(DYNAMICS_MODES)}.")
+    if not path:
+        return None
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"task.dynamics={path!r}: no such file (write one with `robotrl twin calibrate`).")
+    return load_physics(path)
 
 
 def save_physics(physics: Physics, path: str | Path, extra: dict | None = None) -> Path:
