@@ -23,6 +23,7 @@ def _wheel(parent: mujoco.MjsBody, name: str, pos: list[float], rgba: list[float
         size=[C.WHEEL_RADIUS, 0, 0],
         mass=C.WHEEL_MASS,
         friction=[C.TIRE_FRICTION, 0.005, 0.0001],
+        priority=1,  # the tyre's friction, not the larger of tyre and floor, governs the contact
         condim=3,
         rgba=rgba,
         group=1,

@@ -7,8 +7,8 @@ the start on it: only tracks in the bank exist, so widen ``task.half_width`` and
 world's obstacles on the road (the others are moved out of reach); ``traffic_speed`` (m/s)
 sets the speed of every traffic vehicle; either one puts the world's obstacles and traffic
 on the road (an "active" episode). ``friction`` scales the sliding friction of the tyres
-*and* of the floor: MuJoCo takes the larger of two geoms' frictions, so scaling the tyres
-alone could never make the road slippery.
+(their geoms have the higher contact ``priority``, so the tyre's value governs tyre-road
+contacts) and of the floor (for the chassis' contacts).
 """
 
 from __future__ import annotations

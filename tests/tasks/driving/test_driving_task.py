@@ -184,6 +184,25 @@ def test_car_drives_like_an_rc_car():
     assert 3.0 < total_mass < 4.5
 
 
+def test_tyre_friction_governs_tyre_road_contacts_and_limits_grip():
+    """The floor's friction (1.0) must not mask a slippery tyre: the randomized tyre value is what acts."""
+    env = make_env(n=1)
+    model = env.sim.model
+    wheels = [i for i in range(model.ngeom) if model.geom_priority[i] > 0]
+    assert len(wheels) == 4
+    speeds = {}
+    for mu in (1.0, 0.3):
+        model.geom_friction[wheels, 0] = mu
+        data = mujoco.MjData(model)
+        for _ in range(50):  # 0.5 s of full throttle from rest
+            data.ctrl[:] = [0.0, 0.0, 1.0, 1.0]
+            mujoco.mj_step(model, data)
+        tyre = [c for c in data.contact[: data.ncon] if c.geom1 in wheels or c.geom2 in wheels]
+        assert tyre and all(abs(c.friction[0] - mu) < 1e-9 for c in tyre)
+        speeds[mu] = float(np.linalg.norm(data.qvel[:2]))
+    assert speeds[0.3] < 0.7 * speeds[1.0]  # wheelspin: 0.3 cannot transmit the motor's torque
+
+
 def test_smoke_random_actions():
     env = TaskEnv(DrivingConfig(num_tracks=4), SimConfig(num_envs=16, nthread=1), seed=1)
     obs = env.reset()
