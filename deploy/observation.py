@@ -27,9 +27,24 @@ route_heading       sin, cos of (odometry yaw - route heading at the nearest cen
 route_half_width    the road half-width at the nearest centreline point (m)
 route_ahead         ``size / 2`` centreline points every ``spacing`` m ahead, (x, y) in the body frame
 scan                ``scan.ranges`` at the term's ``angles`` (nearest beam); no return reads ``range``
+last_command        the previous position command sent (the policy's targets), policy joint order
+link_pos            world position of the term's ``link`` body, by forward kinematics of the joint states
+link_quat           its orientation (w, x, y, z)
+object_keypoints_rel_link  the object's 8 box keypoints (``object_pose`` + ``object_box``, each half-extent
+                    at least ``min_half``) minus the ``link`` body's position, flattened ``(24,)``
+object_keypoints_rel_goal  those keypoints minus the same keypoints at ``goal_pose``
+object_half_extents the half-extents of ``object_box``
+sites_rel_object    world positions of the term's ``sites`` (forward kinematics) minus the object position
+object_lifted       1 once the object rose ``lift_height`` above its resting height with the mean distance
+                    of the term's ``sites`` to the object box below ``hand_dist``; latched until the next arm
 ==================  ===========================================================
 
-A term's ``scale`` and ``offset`` are scalars or one value per entry.
+A term's ``scale`` and ``offset`` are scalars or one value per entry. Forward kinematics uses the
+spec's ``kinematics`` tree (``robotrl.deploy.kinematics``), evaluated once per observation.
+
+The object sources (tool_use) need ``object_pose`` (``geometry_msgs/PoseStamped``, periodic, watched for
+staleness) and the latched ``object_box`` and ``goal_pose``; poses must carry the profile's
+``topics.object_frame`` (the task's world frame).
 
 The ``route_*`` sources need the route (``nav_msgs/Path``, see ``Route``): the centreline of a
 closed road, points evenly spaced in arc length, each pose's yaw the driving direction and its
@@ -44,17 +59,27 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+from robotrl.deploy.kinematics import Kinematics, box_distance, box_keypoints
 from robotrl.deploy.profile import RobotProfile
 
 SOURCES = ("base_height", "projected_gravity", "base_lin_vel", "base_ang_vel", "joint_pos", "joint_vel",
            "last_action", "command_vx_yaw", "body_vel_xy", "yaw_rate", "route_lateral", "route_heading",
-           "route_half_width", "route_ahead", "scan")
+           "route_half_width", "route_ahead", "scan", "last_command", "link_pos", "link_quat",
+           "object_keypoints_rel_link", "object_keypoints_rel_goal", "object_half_extents", "sites_rel_object",
+           "object_lifted")
 ROUTE_SOURCES = ("route_lateral", "route_heading", "route_half_width", "route_ahead")
+OBJECT_SOURCES = ("object_keypoints_rel_link", "object_keypoints_rel_goal", "sites_rel_object", "object_lifted")
+KINEMATIC_SOURCES = ("link_pos", "link_quat", "object_keypoints_rel_link", "sites_rel_object", "object_lifted")
 NEEDS = {"base_height": "odom", "base_lin_vel": "odom", "projected_gravity": "imu", "base_ang_vel": "imu",
          "joint_pos": "joint_states", "joint_vel": "joint_states", "body_vel_xy": "odom", "yaw_rate": "odom",
-         "scan": "scan", **{k: "odom" for k in ROUTE_SOURCES}}
-# periodic inputs (watched for staleness), in a stable order; "route" is static (latched)
-PERIODIC = ("joint_states", "imu", "odom", "scan")
+         "scan": "scan", **{k: "odom" for k in ROUTE_SOURCES}, **{k: "object_pose" for k in OBJECT_SOURCES}}
+# latched inputs each source needs (required to arm, never watched for staleness)
+STATIC_NEEDS = {**{k: ("route",) for k in ROUTE_SOURCES}, "object_keypoints_rel_link": ("object_box",),
+                "object_keypoints_rel_goal": ("object_box", "goal_pose"), "object_half_extents": ("object_box",),
+                "object_lifted": ("object_box",)}
+# periodic inputs (watched for staleness), in a stable order; route, goal_pose and object_box are static
+PERIODIC = ("joint_states", "imu", "odom", "scan", "object_pose")
+STATIC = ("route", "goal_pose", "object_box")
 
 
 def quat_rotate_inverse_wxyz(q_wxyz: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -196,6 +221,11 @@ class RobotState:
         odom_quat: ``(4,)`` w, x, y, z orientation from odometry; odom_ang_vel: ``(3,)`` its body twist.
         scan: the last accepted ``sensor_msgs/LaserScan`` (None before one).
         route: the last accepted route (``Route``, from ``nav_msgs/Path``; None before one).
+        object_pos, object_quat: ``(3,)``, ``(4,)`` (w, x, y, z) object pose (``object_pose``).
+        goal_pos, goal_quat: the object's goal pose (``goal_pose``).
+        object_box: ``(7,)`` box center ``(3,)``, half-extents ``(3,)`` and resting height (``object_box``;
+            None before one).
+        object_lifted: the ``object_lifted`` latch (cleared by ``new_episode``).
         limits: the profile's safety settings; the ``input_*`` thresholds and ``cmd_vel_timeout_s``
             apply here.
         stamp: input name -> monotonic receive time of the last accepted message (absent: never).
@@ -229,6 +259,11 @@ class RobotState:
         self.odom_ang_vel = np.zeros(3)
         self.scan: Any = None
         self.route: Route | None = None
+        self.object_frame = profile.topics.object_frame
+        self.object_pos, self.object_quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
+        self.goal_pos, self.goal_quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
+        self.object_box: np.ndarray | None = None
+        self.object_lifted = False
         self.stamp: dict[str, float] = {}
         self.header_time: dict[str, float] = {}
         self.rejected: Counter = Counter()
@@ -322,6 +357,61 @@ class RobotState:
         self.accepted["route"] += 1
         return True
 
+    def _pose(self, source: str, msg: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """Validated ``(position, unit quaternion w, x, y, z)`` of a PoseStamped, or None (counted)."""
+        p, q = msg.pose.position, wxyz_from_ros(msg.pose.orientation)
+        pos = np.array([p.x, p.y, p.z], dtype=np.float64)
+        if not _finite(pos, q):
+            self._reject(source, "nan")
+            return None
+        if self.object_frame and msg.header.frame_id != self.object_frame:
+            self._reject(source, "wrong_frame")
+            return None
+        norm = float(np.linalg.norm(q))
+        if abs(norm - 1.0) > self.limits.input_quat_norm_tol:
+            self._reject(source, "out_of_range")
+            return None
+        return pos, q / norm
+
+    def ingest_object_pose(self, msg: Any, now: float) -> bool:
+        """Validate and apply the object's PoseStamped (in ``topics.object_frame``)."""
+        pose = self._pose("object_pose", msg)
+        if pose is None:
+            return False
+        self.object_pos, self.object_quat = pose
+        self.stamp["object_pose"] = now
+        self.header_time["object_pose"] = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        self.accepted["object_pose"] += 1
+        return True
+
+    def ingest_goal_pose(self, msg: Any, now: float) -> bool:
+        """Validate and apply the object's goal pose (latched PoseStamped in ``topics.object_frame``)."""
+        pose = self._pose("goal_pose", msg)
+        if pose is None:
+            return False
+        self.goal_pos, self.goal_quat = pose
+        self.stamp["goal_pose"] = now
+        self.accepted["goal_pose"] += 1
+        return True
+
+    def ingest_object_box(self, msg: Any, now: float) -> bool:
+        """Validate and apply the object's box ``[center (3), half-extents (3), resting height]``."""
+        box = np.asarray(msg.data, dtype=np.float64)
+        if box.shape != (7,):
+            return self._reject("object_box", "wrong_length")
+        if not _finite(box):
+            return self._reject("object_box", "nan")
+        if np.any(box[3:6] <= 0):
+            return self._reject("object_box", "out_of_range")
+        self.object_box = box
+        self.stamp["object_box"] = now
+        self.accepted["object_box"] += 1
+        return True
+
+    def new_episode(self) -> None:
+        """Clear per-episode latches (``object_lifted``); the safety chain calls this on every arm."""
+        self.object_lifted = False
+
     def ingest_cmd_vel(self, msg: Any, now: float) -> bool:
         """Validate and apply a Twist or TwistStamped command."""
         twist = getattr(msg, "twist", msg)
@@ -363,8 +453,37 @@ def required_inputs(obs_terms: list[dict[str, Any]]) -> list[str]:
 
 
 def static_inputs(obs_terms: list[dict[str, Any]]) -> list[str]:
-    """Latched inputs the observation needs (``route``): required to arm, not watched for staleness."""
-    return ["route"] if any(t["source"] in ROUTE_SOURCES for t in obs_terms) else []
+    """Latched inputs the observation needs (``route``, ``goal_pose``, ``object_box``).
+
+    They are required to arm and never watched for staleness.
+    """
+    needed = {name for t in obs_terms for name in STATIC_NEEDS.get(t["source"], ())}
+    return [s for s in STATIC if s in needed]
+
+
+def check_kinematic_terms(obs_terms: list[dict[str, Any]], kinematics: Kinematics | None,
+                          policy_joints: list[str]) -> None:
+    """Check that the terms' links and sites exist and every joint of the tree is a policy joint.
+
+    Raises:
+        ValueError: naming the missing kinematics, link, site or joint.
+
+    """
+    terms = [t for t in obs_terms if t["source"] in KINEMATIC_SOURCES]
+    if not terms:
+        return
+    if kinematics is None:
+        raise ValueError(f"obs terms {[t['name'] for t in terms]} need forward kinematics, but the policy spec has "
+                         "no 'kinematics' tree; re-export the policy with a task hook that defines kinematics().")
+    missing = sorted(set(kinematics.joint_names) - set(policy_joints))
+    if missing:
+        raise ValueError(f"the spec's kinematic tree moves joints {missing}, which are not among the policy's joints "
+                         "(joint states are read for the policy's joints only).")
+    for t in terms:
+        if "link" in t:
+            kinematics.body_index(t["link"])
+        for site in t.get("sites", ()):
+            kinematics.site_index(site)
 
 
 def _route_values(state: RobotState, terms: list[dict[str, Any]]) -> dict[str, np.ndarray]:
@@ -387,9 +506,47 @@ def _route_values(state: RobotState, terms: list[dict[str, Any]]) -> dict[str, n
     return out
 
 
+def _object_term(term: dict[str, Any], state: RobotState, fk: tuple[np.ndarray, ...] | None,
+                 kinematics: Kinematics | None) -> np.ndarray:
+    """One object source (``OBJECT_SOURCES`` or ``object_half_extents``); NaN while an input is missing."""
+    src, box = term["source"], state.object_box
+    if box is None or (src == "object_keypoints_rel_goal" and "goal_pose" not in state.stamp):
+        return np.full(term["size"], np.nan)  # cannot arm without them; NaN makes the chain hold
+    if src == "object_half_extents":
+        return box[3:6]
+    assert fk is not None and kinematics is not None  # check_kinematic_terms guarantees it
+    xpos, _, site_xpos = fk
+    if src in ("object_keypoints_rel_link", "object_keypoints_rel_goal"):
+        kp = box_keypoints(state.object_pos, state.object_quat, box[:3], box[3:6], float(term["min_half"]))
+        if src == "object_keypoints_rel_link":
+            return (kp - xpos[kinematics.body_index(term["link"])]).reshape(-1)
+        goal = box_keypoints(state.goal_pos, state.goal_quat, box[:3], box[3:6], float(term["min_half"]))
+        return (kp - goal).reshape(-1)
+    sites = site_xpos[[kinematics.site_index(n) for n in term["sites"]]]
+    if src == "sites_rel_object":
+        return (sites - state.object_pos).reshape(-1)
+    # object_lifted: risen above its resting height with the hand around it (a knocked-up object is not lifted)
+    height = state.object_pos[2] - box[6]
+    near = box_distance(sites, state.object_pos, state.object_quat, box[:3], box[3:6]).mean()
+    state.object_lifted |= bool(height >= float(term["lift_height"]) and near < float(term["hand_dist"]))
+    return np.array([float(state.object_lifted)])
+
+
 def build_observation(obs_terms: list[dict[str, Any]], state: RobotState, last_action: np.ndarray,
-                      now: float) -> np.ndarray:
-    """The ``(P,)`` float32 policy observation (see module docstring)."""
+                      now: float, last_command: np.ndarray | None = None,
+                      kinematics: Kinematics | None = None) -> np.ndarray:
+    """The ``(P,)`` float32 policy observation (see module docstring).
+
+    Args:
+        obs_terms: the spec's terms.
+        state: the validated inputs (the ``object_lifted`` latch and the route projection are updated).
+        last_action: ``(A,)`` previous action in ``[-1, 1]``.
+        now: monotonic time (s).
+        last_command: ``(A,)`` previous command sent (``last_command`` source; the measured joint
+            positions when None).
+        kinematics: the spec's kinematic tree (kinematic sources).
+
+    """
     command = state.command if state.age("cmd_vel", now) <= state.limits.cmd_vel_timeout_s else np.zeros(2)
     values = {
         "base_height": state.base_pos[2:3],
@@ -402,14 +559,24 @@ def build_observation(obs_terms: list[dict[str, Any]], state: RobotState, last_a
         "command_vx_yaw": command,
         "body_vel_xy": state.lin_vel[:2],
         "yaw_rate": state.odom_ang_vel[2:3],
+        "last_command": state.joint_pos if last_command is None else last_command,
     }
     if any(t["source"] in ROUTE_SOURCES for t in obs_terms):
         values.update(_route_values(state, obs_terms))
+    fk = None
+    if kinematics is not None and any(t["source"] in KINEMATIC_SOURCES for t in obs_terms):
+        fk = kinematics.forward({n: state.joint_pos[i] for n, i in state.index.items()},
+                                {n: state.joint_vel[i] for n, i in state.index.items()})
     parts = []
     for term in obs_terms:
         if term["source"] == "scan":
             raw = (scan_at(state.scan, np.asarray(term["angles"], dtype=np.float64), float(term["range"]))
                    if state.scan is not None else np.full(term["size"], np.nan))
+        elif term["source"] in ("link_pos", "link_quat"):
+            assert fk is not None and kinematics is not None  # check_kinematic_terms guarantees it
+            raw = fk[0 if term["source"] == "link_pos" else 1][kinematics.body_index(term["link"])]
+        elif term["source"] in (*OBJECT_SOURCES, "object_half_extents"):
+            raw = _object_term(term, state, fk, kinematics)
         else:
             raw = np.asarray(values[term["source"]], dtype=np.float64)
         if term.get("joints") is not None:  # per-joint source in another joint order than the policy's

@@ -43,6 +43,13 @@ class Topics:
         cmd_vel_stamped: read TwistStamped (Jazzy) instead of Twist.
         scan: sensor_msgs/LaserScan input (range rays of the driving policy).
         route: nav_msgs/Path input, latched (TRANSIENT_LOCAL): the route a driving policy follows.
+        object_pose: geometry_msgs/PoseStamped input: the manipulated object's pose (tool_use), from a
+            tracker or ``robotrl-object-pose``.
+        goal_pose: geometry_msgs/PoseStamped input, latched: the object's goal pose (tool_use).
+        object_box: std_msgs/Float64MultiArray input, latched: the object's bounding box in its own frame,
+            ``[center x, y, z, half-extent x, y, z, resting height]`` (m).
+        object_frame: ``header.frame_id`` the object and goal poses must carry (the task's world frame,
+            e.g. the arm base); "" accepts any.
         estop: std_msgs/Bool e-stop heartbeat (``data: true`` = stop pressed).
         arm: std_msgs/Bool arm / re-arm request (``data: true``).
         status: diagnostic_msgs/DiagnosticArray status output.
@@ -57,6 +64,10 @@ class Topics:
     cmd_vel_stamped: bool = False
     scan: str = "/scan"
     route: str = "/robotrl/route"
+    object_pose: str = "/object_pose"
+    goal_pose: str = "/robotrl/goal_pose"
+    object_box: str = "/robotrl/object_box"
+    object_frame: str = "world"
     estop: str = "/robotrl/estop"
     arm: str = "/robotrl/arm"
     status: str = "/robotrl/status"

@@ -33,7 +33,7 @@ from robotrl.deploy.observation import RobotState
 from robotrl.deploy.profile import RobotProfile
 
 # Inputs a robot may deliver: state inputs (validated into RobotState) and operator inputs.
-STATE_INPUTS = ("joint_states", "imu", "odom", "cmd_vel", "scan", "route")
+STATE_INPUTS = ("joint_states", "imu", "odom", "cmd_vel", "scan", "route", "object_pose", "goal_pose", "object_box")
 OPERATOR_INPUTS = ("estop", "arm")
 
 
@@ -143,7 +143,9 @@ class Robot(abc.ABC):
         self._require_connected("get_observation()")
         ingest = {"joint_states": self.state.ingest_joint_state, "imu": self.state.ingest_imu,
                   "odom": self.state.ingest_odom, "cmd_vel": self.state.ingest_cmd_vel,
-                  "scan": self.state.ingest_scan, "route": self.state.ingest_route}
+                  "scan": self.state.ingest_scan, "route": self.state.ingest_route,
+                  "object_pose": self.state.ingest_object_pose, "goal_pose": self.state.ingest_goal_pose,
+                  "object_box": self.state.ingest_object_box}
         received = []
         for name, arrival, msg in self._receive():
             accepted = ingest[name](msg, arrival) if name in ingest else None

@@ -1,8 +1,8 @@
 """A robot behind ROS 2 topics (``robotrl.deploy.robot`` contract) and the node's status topics.
 
 ``TopicRobot`` subscribes to the profile's input topics (``joint_states``, ``imu``,
-``odom``, ``cmd_vel``, ``scan`` with BEST_EFFORT readers; ``estop``, ``arm`` RELIABLE; ``route``
-RELIABLE and TRANSIENT_LOCAL) and publishes
+``odom``, ``cmd_vel``, ``scan``, ``object_pose`` with BEST_EFFORT readers; ``estop``, ``arm`` RELIABLE;
+``route``, ``goal_pose``, ``object_box`` RELIABLE and TRANSIENT_LOCAL) and publishes
 each command through the profile's output adapter (``robotrl.deploy.outputs``) with the
 system-default QoS that ros2_control controllers expect. ``TopicTelemetry`` publishes the
 status and the debug vectors. Both work over any ``Transport`` (Cyclone DDS or rclpy); the
@@ -22,8 +22,8 @@ from robotrl.deploy.profile import RobotProfile
 from robotrl.deploy.robot import Robot, Telemetry
 from robotrl.deploy.transport import COMMAND_QOS, RELIABLE_QOS, SENSOR_QOS, Qos, Subscription, Transport
 
-# A route is published once and latched (as map_server does for /map): TRANSIENT_LOCAL, so a node
-# started later still gets it.
+# A route (and a goal pose or object box) is published once and latched (as map_server does for /map):
+# TRANSIENT_LOCAL, so a node started later still gets it.
 ROUTE_QOS = Qos(reliable=True, depth=1, transient_local=True)
 
 
@@ -54,14 +54,17 @@ class TopicRobot(Robot):
         t = profile.topics
         self.topics = {"joint_states": remap(t.joint_states), "imu": remap(t.imu), "odom": remap(t.odom),
                        "cmd_vel": remap(t.cmd_vel), "estop": remap(t.estop), "arm": remap(t.arm),
-                       "scan": remap(t.scan), "route": remap(t.route)}
+                       "scan": remap(t.scan), "route": remap(t.route), "object_pose": remap(t.object_pose),
+                       "goal_pose": remap(t.goal_pose), "object_box": remap(t.object_box)}
         for name in required:
             if not self.topics[name]:
                 raise ValueError(f"The policy needs {name} but robot profile {profile.name!r} sets topics.{name} "
                                  "empty; set it to the robot's topic.")
         self.types = {"joint_states": msgs.JointState, "imu": msgs.Imu, "odom": msgs.Odometry,
                       "cmd_vel": msgs.TwistStamped if t.cmd_vel_stamped else msgs.Twist,
-                      "estop": msgs.Bool, "arm": msgs.Bool, "scan": msgs.LaserScan, "route": msgs.Path}
+                      "estop": msgs.Bool, "arm": msgs.Bool, "scan": msgs.LaserScan, "route": msgs.Path,
+                      "object_pose": msgs.PoseStamped, "goal_pose": msgs.PoseStamped,
+                      "object_box": msgs.Float64MultiArray}
         self.wanted = [n for n in (*required, "cmd_vel", "estop", "arm") if self.topics[n]]
         self.output = OutputAdapter(profile, self.joint_names, period)
         self.command_topic = remap(profile.output.topic)
@@ -72,7 +75,8 @@ class TopicRobot(Robot):
     def connect(self) -> None:
         """Create the input subscriptions and the command publisher."""
         tr = self.transport
-        qos = {"estop": RELIABLE_QOS, "arm": RELIABLE_QOS, "route": ROUTE_QOS}
+        qos = {"estop": RELIABLE_QOS, "arm": RELIABLE_QOS, "route": ROUTE_QOS, "goal_pose": ROUTE_QOS,
+               "object_box": ROUTE_QOS}
         self._subs = {name: tr.subscription(self.topics[name], self.types[name], qos.get(name, SENSOR_QOS))
                       for name in self.wanted}
         self._pub = tr.publisher(self.command_topic, self.output.msg_type, COMMAND_QOS)

@@ -11,7 +11,10 @@ the cause has cleared. The ROS managed-node state is mirrored in ``lifecycle``:
 1. per-input staleness watchdog (> ``stale_hold_periods`` -> HOLD, > ``stale_damp_periods`` -> DAMP);
 2. NaN/Inf check of the observation and of the raw action (-> HOLD);
 3. observation clip to the policy normalizer's ``mean +- obs_clip_sigma * std``;
-4. action clip to ``[-1, 1]``, then ``command = offset + scale * action``;
+4. action clip to ``[-1, 1]``, then ``command = offset + scale * action``; joints the spec's
+   ``action_spec.relative`` marks move from the previous command instead
+   (``previous + scale * action``), and with ``action_spec.ema`` < 1 the other joints' commands
+   are smoothed (``ema * command + (1 - ema) * previous``), as the task's ``apply_action`` does;
 5. joint position limits (position kind: clip; torque/velocity kind: no push further out
    beyond ``limit + position_margin``), then the command range (torque: effort limits,
    velocity: velocity limits, ackermann: the steering and throttle ``position_limits``);
@@ -38,7 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from robotrl.deploy.observation import RobotState, build_observation
+from robotrl.deploy.kinematics import Kinematics
+from robotrl.deploy.observation import RobotState, build_observation, check_kinematic_terms
 from robotrl.deploy.profile import RobotProfile
 
 log = logging.getLogger(__name__)
@@ -102,6 +106,11 @@ class SafetyChain:
         self.kp, self.kd = _reorder(j.kp, names, self.joints), _reorder(j.kd, names, self.joints)
         self.scale = np.asarray(act["scale"], dtype=np.float64)
         self.offset = np.asarray(act["offset"], dtype=np.float64)
+        self.relative = np.asarray(act.get("relative") or [False] * len(self.joints), dtype=bool)
+        self.ema = float(act.get("ema", 1.0))
+        if (self.relative.any() or self.ema < 1.0) and self.kind != "position":
+            raise ValueError(f"action_spec: relative or smoothed (ema) actions need position commands, not "
+                             f"{self.kind!r}.")
         cap = np.broadcast_to(np.asarray(s.delta_cap, dtype=np.float64), (len(names),))
         self.delta_cap = _reorder(list(cap), names, self.joints)
         if self.kind == "position":
@@ -115,6 +124,8 @@ class SafetyChain:
         else:
             self.obs_lo = self.obs_hi = None
         self.obs_terms = spec["obs_terms"]
+        self.kinematics = Kinematics(spec["kinematics"]) if spec.get("kinematics") else None
+        check_kinematic_terms(self.obs_terms, self.kinematics, self.joints)
         self.mode = Mode.PASSIVE
         self.lifecycle = "inactive"
         self.faults: dict[str, str] = {}
@@ -157,6 +168,7 @@ class SafetyChain:
             self._events.append("rearm:cleared:" + ",".join(sorted(self.faults)))
         self.faults.clear()
         self._ood_run = 0
+        state.new_episode()
         start = state.joint_pos if self.kind == "position" else np.zeros(len(self.joints))
         self._blend_from = self._bounds(np.clip(start, self.lo, self.hi) if self.kind == "position" else start)
         self._t_arm = now
@@ -251,14 +263,14 @@ class SafetyChain:
         if cmd is None:
             cmd = self.safe_command(state)
         cmd = self.enforce(cmd, state.joint_pos)
+        self.last_action = self._action_of(cmd, self.last_command if self.last_command is not None else cmd)
         self.last_command = cmd
-        self.last_action = np.clip((cmd - self.offset) / np.where(self.scale != 0, self.scale, 1.0), -1.0, 1.0)
         self.counters[f"sent:{self.mode.value}"] += 1
         return StepResult(self.mode, cmd, obs, raw, self._drain())
 
     def _policy_command(self, state: RobotState, now: float, policy: Callable[[np.ndarray], np.ndarray]
                         ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-        obs = build_observation(self.obs_terms, state, self.last_action, now)
+        obs = build_observation(self.obs_terms, state, self.last_action, now, self.last_command, self.kinematics)
         if not np.all(np.isfinite(obs)):  # 2. NaN/Inf
             self.fault("nan_obs", HOLD, state)
             return None, obs, None
@@ -272,7 +284,7 @@ class SafetyChain:
         if raw.shape != (len(self.joints),) or not np.all(np.isfinite(raw)):  # 2. on the action too
             self.fault("nan_action", HOLD, state)
             return None, obs, raw
-        cmd = self.offset + self.scale * np.clip(raw, -1.0, 1.0)  # 4.
+        cmd = self._targets(np.clip(raw, -1.0, 1.0), state)  # 4.
         cmd = self.enforce(cmd, state.joint_pos)  # 5-6.
         cmd = self._torque_clamp(cmd, state.joint_pos, state.joint_vel)  # 7.
         if self.cfg.max_tilt_rad > 0 and state.tilt() > self.cfg.max_tilt_rad:  # 8.
@@ -290,6 +302,26 @@ class SafetyChain:
             if alpha >= 1.0:
                 self._set_mode(Mode.POLICY)
         return cmd, obs, raw
+
+    def _targets(self, action: np.ndarray, state: RobotState) -> np.ndarray:
+        """Step 4: ``offset + scale * action``; relative joints move from the previous command.
+
+        Smoothed (``ema``) joints move towards it; before the first command, the measured pose.
+        """
+        cmd = self.offset + self.scale * action
+        if not self.relative.any() and self.ema >= 1.0:
+            return cmd
+        prev = self.last_command if self.last_command is not None else state.joint_pos
+        cmd = np.where(self.relative, prev + self.scale * action, cmd)
+        if self.ema < 1.0:
+            cmd = np.where(self.relative, cmd, self.ema * cmd + (1.0 - self.ema) * prev)
+        return cmd
+
+    def _action_of(self, cmd: np.ndarray, prev: np.ndarray) -> np.ndarray:
+        """The action in ``[-1, 1]`` that step 4 maps to ``cmd`` from ``prev`` (inverse of ``_targets``)."""
+        absolute = cmd if self.ema >= 1.0 else (cmd - (1.0 - self.ema) * prev) / self.ema
+        target = np.where(self.relative, cmd - prev + self.offset, absolute)
+        return np.clip((target - self.offset) / np.where(self.scale != 0, self.scale, 1.0), -1.0, 1.0)
 
     def _drain(self) -> list[str]:
         events, self._events = self._events, []

@@ -10,9 +10,11 @@ success on ``/sim/episode`` (DiagnosticArray). A task whose deploy hook
 (``tasks/<name>/robot_io.py``) defines ``sim_joint_state`` publishes that joint state instead of
 MJCF joints (driving: ``steering`` and ``throttle``); ``sim_scan`` adds ``/scan``
 (sensor_msgs/LaserScan) and ``sim_route`` the current route on ``/robotrl/route`` (nav_msgs/Path,
-latched, republished when the episode's track changes). It applies the commands the robot profile's
-output adapter sends (``forward_command`` or ``joint_trajectory``), mapped by joint name:
-``action = (command - offset) / scale`` of the task's action spec.
+latched, republished when the episode's track changes); ``sim_inputs`` adds the task's perception inputs
+on their profile topics (tool_use: ``object_pose``, and latched ``goal_pose`` and ``object_box``) and
+``sim_action`` maps a command to the task's action (tool_use: relative arm targets). It applies the
+commands the robot profile's output adapter sends (``forward_command`` or ``joint_trajectory``), mapped
+by joint name: ``action = (command - offset) / scale`` of the task's action spec.
 
 ``lockstep:=true`` (default) steps the world once per command received and republishes
 the state every period while no command comes, so a policy node's rollout is step-for-step
@@ -40,7 +42,7 @@ from typing import Any
 
 import numpy as np
 from robotrl.deploy import msgs
-from robotrl.deploy.observation import quat_rotate_inverse_wxyz
+from robotrl.deploy.observation import STATIC, quat_rotate_inverse_wxyz
 from robotrl.deploy.params import console_front
 from robotrl.deploy.profile import load_profile
 from robotrl.deploy.ros_robot import ROUTE_QOS
@@ -120,6 +122,7 @@ class SimRobot:
         self.pub_scan = tr.publisher(t.scan, msgs.LaserScan, STATE_QOS) if scan else None
         self.pub_route = tr.publisher(t.route, msgs.Path, ROUTE_QOS) if route else None
         self._route_key: Any = None
+        self.pub_inputs: dict[str, Any] = {}
         self.sim_time = bool(params["use_sim_time"])
         self.pub_clock = tr.publisher("/clock", msgs.Clock, STATE_QOS) if self.sim_time else None
         self.pub_episode = tr.publisher("/sim/episode", msgs.DiagnosticArray, RELIABLE_QOS)
@@ -151,6 +154,8 @@ class SimRobot:
                           len(msg.data), len(self.profile.joints.names))
                 return None
             cmd = np.asarray(msg.data)[self.cmd_slots]
+        if self._has_hook("sim_action"):
+            return self.hook.sim_action(self.task, cmd)
         return np.clip((cmd - self.offset) / self.scale, -1.0, 1.0)
 
     def publish_state(self) -> None:
@@ -175,6 +180,9 @@ class SimRobot:
         scan = self.hook.sim_scan(self.task) if self.pub_scan is not None else None
         if scan is not None:
             self.pub_scan.publish(msgs.LaserScan(header=msgs.Header(header.stamp, "laser"), **scan))
+        if self._has_hook("sim_inputs"):
+            for name, msg in self.hook.sim_inputs(self.task, header, self.profile).items():
+                self._input_publisher(name, msg).publish(msg)
         if self.floating:
             w, x, y, z = qpos[3:7]
             quat = msgs.Quaternion(x=x, y=y, z=z, w=w)
@@ -193,6 +201,13 @@ class SimRobot:
         if self.pub_cmd is not None and hasattr(self.task, "command"):
             vx, yaw = self.task.command[0].tolist()[:2]
             self.pub_cmd.publish(msgs.Twist(linear=msgs.Vector3(x=vx), angular=msgs.Vector3(z=yaw)))
+
+    def _input_publisher(self, name: str, msg: Any) -> Any:
+        """The publisher of robot input ``name`` on its profile topic (latched for static inputs)."""
+        if name not in self.pub_inputs:
+            qos = ROUTE_QOS if name in STATIC else STATE_QOS
+            self.pub_inputs[name] = self.transport.publisher(getattr(self.profile.topics, name), type(msg), qos)
+        return self.pub_inputs[name]
 
     def publish_route(self) -> None:
         """Publish the current route (latched) when it changed: centre x, y, yaw = heading, z = half-width."""

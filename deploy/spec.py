@@ -10,6 +10,8 @@ Keys (``SPEC_VERSION`` 1)::
     obs_layout       [[name, size], ...] in observation order
     obs_terms        [{name, size, source, scale, offset}] how to rebuild each slice on the robot
                      (null when the task has no deploy hook)
+    kinematics       the kinematic tree for forward kinematics on the robot (robotrl.deploy.kinematics),
+                     from the hook's kinematics(model, cfg); null when the task needs none
     obs_norm         {"mean": [P], "std": [P], "clip": c} the policy's input normalizer
     joint_names      actuated joints in action order
     joint_range      [[lo, hi], ...] per joint from the training model (rad), or null

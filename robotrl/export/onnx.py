@@ -45,19 +45,22 @@ def code_version() -> str:
         return f"robotrl {version('robotrl')}"
 
 
-def _task_model_info(meta: dict[str, Any]) -> tuple[list | None, list | None]:
-    """Observation terms from the task's deploy hook, and the actuated joints' ranges."""
+def _task_model_info(meta: dict[str, Any]) -> tuple[list | None, list | None, dict | None]:
+    """Observation terms and kinematic tree from the task's deploy hook, and the actuated joints' ranges."""
     from robotrl.tasks import task_class, task_config_from_meta
 
     name = meta["task"]["name"]
     task = task_class(name)(task_config_from_meta(meta), 1, torch.device("cpu"))
     model = task.build_model()
-    terms = None
+    terms = kinematics = None
     hook = f"robotrl.tasks.{name}.robot_io"
     if importlib.util.find_spec(hook) is not None:
-        obs_terms = importlib.import_module(hook).obs_terms
+        module = importlib.import_module(hook)
+        obs_terms = module.obs_terms
         # hooks whose terms depend on task settings the model does not carry take the config too
         terms = obs_terms(model, task.cfg) if len(inspect.signature(obs_terms).parameters) > 1 else obs_terms(model)
+        if hasattr(module, "kinematics"):  # forward kinematics the robot side needs (robotrl.deploy.kinematics)
+            kinematics = module.kinematics(model, task.cfg)
     else:
         log.warning("task %r has no deploy hook (%s.obs_terms); the spec carries no obs_terms, so "
                     "robotrl-deploy cannot rebuild its observation from topics", name, hook)
@@ -67,9 +70,9 @@ def _task_model_info(meta: dict[str, Any]) -> tuple[list | None, list | None]:
     for joint in meta["joint_names"]:
         jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint)
         if jid < 0:
-            return terms, None
+            return terms, None, kinematics
         ranges.append([float(v) for v in model.jnt_range[jid]])
-    return terms, ranges
+    return terms, ranges, kinematics
 
 
 def parity_error(policy: ActorCritic, onnx_path: Path, samples: int = 256, seed: int = 0) -> float:
@@ -110,7 +113,7 @@ def export_policy(checkpoint: str, out_dir: str | None = None, tol: float = PARI
     err = parity_error(policy, onnx_path)
     if not err <= tol:
         raise RuntimeError(f"ONNX export of {weights} differs from torch by {err:.3g} > {tol:g}; not exported.")
-    terms, ranges = _task_model_info(meta)
+    terms, ranges, kinematics = _task_model_info(meta)
     norm = policy.obs_norm
     obs_norm = None
     if isinstance(norm, RunningNorm):
@@ -119,7 +122,7 @@ def export_policy(checkpoint: str, out_dir: str | None = None, tol: float = PARI
         "format": FORMAT, "version": SPEC_VERSION,
         "onnx": onnx_path.name, "onnx_sha256": sha256_file(onnx_path), "input": "obs", "output": "action",
         "obs_dim": policy.obs_dim, "action_dim": policy.action_dim,
-        "obs_layout": meta["obs_layout"], "obs_terms": terms, "obs_norm": obs_norm,
+        "obs_layout": meta["obs_layout"], "obs_terms": terms, "kinematics": kinematics, "obs_norm": obs_norm,
         "joint_names": meta["joint_names"], "joint_range": ranges, "action_spec": meta["action_spec"],
         "step_dt": meta["step_dt"], "rate_hz": 1.0 / meta["step_dt"],
         "task": meta["task"], "config_hash": meta.get("config_hash", ""), "config_yaml": meta.get("config_yaml", ""),
