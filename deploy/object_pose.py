@@ -11,17 +11,45 @@ Two sources of ``geometry_msgs/PoseStamped`` for the tool's pose in the camera's
   back-projected from a depth image, from an initial guess (the previous pose, or the ArUco one).
 
 Poses are ``ObjectPose``: position ``(3,)`` metres and quaternion ``(4,)`` (w, x, y, z); the ROS
-message order (x, y, z, w) appears only in ``to_pose_stamped``. Needs ``pip install
-'robotrl[vision]'`` (opencv-python-headless, open3d-cpu; Open3D loads ``libusb-1.0-0``).
+message order (x, y, z, w) appears only in ``to_pose_stamped`` and in the node's pose parameters.
+Needs ``pip install 'robotrl[vision]'`` (opencv-python-headless, open3d-cpu; Open3D loads
+``libusb-1.0-0``).
+
+``robotrl-object-pose`` (``ObjectPoseNode``, ``main``) runs a source on camera topics::
+
+    robotrl-object-pose method:=aruco marker_id:=7 marker_length:=0.05 \
+        marker_in_object:="[0, 0, 0.012, 0, 0, 0, 1]" camera_pose:="[x, y, z, qx, qy, qz, qw]" \
+        object_box:="[cx, cy, cz, hx, hy, hz, rest_height]"
+
+It reads ``sensor_msgs/CameraInfo`` (``camera_info``) and ``sensor_msgs/Image`` (``image``: rgb8,
+bgr8 or mono8; ``depth``: 32FC1 metres or 16UC1 millimetres, registered to the colour camera, same
+intrinsics), estimates the pose of the newest frame and publishes ``geometry_msgs/PoseStamped`` on
+``output`` (stamped with the image's stamp). ``method``: ``aruco``; ``icp`` (from ``initial_pose``,
+then from its previous estimate); ``aruco_icp`` (ICP seeded with each ArUco pose: the most accurate,
+see ``deploy/README.md``). With ``camera_pose`` (the camera's optical frame in the world frame, from a
+hand-eye calibration) the pose is given in ``frame_id`` (default ``world``, the frame the policy node
+expects); without it, in the camera's frame. ``object_box`` is published latched on
+``object_box_topic`` for the policy node. Pose parameters are ``[x, y, z, qx, qy, qz, qw]`` (ROS
+order, as ``tf2``). ``model_points``: a ``.npy`` of ``(M, 3)`` surface points of the object (ICP).
+Also ``transport``, ``domain_id``, ``localhost_only``, ``duration_s``, ``log_level``.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from robotrl.deploy import msgs
+from robotrl.deploy.params import console_front
+from robotrl.deploy.transport import Qos, make_transport
+
+log = logging.getLogger("robotrl.object_pose")
 
 
 def _cv2() -> Any:
@@ -264,3 +292,194 @@ class IcpPoseSource:
             result = reg.registration_icp(scene, self.model, dist, result.transformation,
                                           reg.TransformationEstimationPointToPlane(), criteria)
         return ObjectPose.from_matrix(np.linalg.inv(np.asarray(result.transformation)), float(result.fitness))
+
+
+# --- the node: camera topics -> PoseStamped ----------------------------------------------------------
+DEFAULTS: dict[str, Any] = {
+    "method": "aruco", "image": "/camera/image_raw", "camera_info": "/camera/camera_info",
+    "depth": "/camera/depth/image_raw", "output": "/object_pose", "object_box_topic": "/robotrl/object_box",
+    "marker_id": 0, "marker_length": 0.05, "marker_in_object": [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+    "dictionary": "DICT_4X4_50", "model_points": "", "initial_pose": [], "camera_pose": [], "frame_id": "world",
+    "object_box": [], "transport": "auto", "domain_id": None, "localhost_only": False, "duration_s": 0.0,
+    "log_level": "INFO",
+}
+METHODS = ("aruco", "icp", "aruco_icp")
+# camera drivers publish RELIABLE or BEST_EFFORT: a BEST_EFFORT reader matches both; keep the newest frame
+CAMERA_QOS = Qos(reliable=False, depth=2)
+POSE_QOS = Qos(reliable=True, depth=1)  # default-QoS (RELIABLE) ROS subscribers receive it
+LATCHED_QOS = Qos(reliable=True, depth=1, transient_local=True)
+
+
+def pose_from_ros(values: list[float], what: str) -> ObjectPose:
+    """An ``ObjectPose`` from ``[x, y, z, qx, qy, qz, qw]`` (a node parameter, ROS order).
+
+    Raises:
+        ValueError: naming the parameter when it has not 7 finite values or a zero quaternion.
+
+    """
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if v.shape != (7,) or not np.all(np.isfinite(v)) or np.linalg.norm(v[3:]) < 1e-9:
+        raise ValueError(f"{what}:={list(values)} must be [x, y, z, qx, qy, qz, qw] (7 finite numbers, a unit "
+                         "quaternion in ROS order).")
+    q = np.array([v[6], v[3], v[4], v[5]])
+    return ObjectPose(v[:3].copy(), q / np.linalg.norm(q))
+
+
+def image_to_array(msg: Any) -> np.ndarray:
+    """``(H, W, 3)`` RGB uint8, ``(H, W)`` uint8 (mono8) or ``(H, W)`` float64 metres (32FC1, 16UC1 in mm).
+
+    Raises:
+        ValueError: for another encoding or a size that does not match ``height``/``step``.
+
+    """
+    raw = msg.data
+    buf = np.frombuffer(bytes(raw) if isinstance(raw, list) else raw, dtype=np.uint8)
+    h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    if buf.size != h * step:
+        raise ValueError(f"Image {w}x{h} ({msg.encoding}) has {buf.size} bytes; height * step = {h * step}.")
+    rows = buf.reshape(h, step)
+    big = ">" if msg.is_bigendian else "<"
+    if msg.encoding in ("rgb8", "bgr8"):
+        rgb = rows[:, : 3 * w].reshape(h, w, 3)
+        return rgb[..., ::-1].copy() if msg.encoding == "bgr8" else rgb.copy()
+    if msg.encoding == "mono8":
+        return rows[:, :w].copy()
+    if msg.encoding == "32FC1":
+        return rows[:, : 4 * w].copy().view(f"{big}f4").reshape(h, w).astype(np.float64)
+    if msg.encoding == "16UC1":
+        depth = rows[:, : 2 * w].copy().view(f"{big}u2").reshape(h, w).astype(np.float64) * 1e-3
+        depth[depth == 0] = np.nan  # 0 = no return
+        return depth
+    raise ValueError(f"Image encoding {msg.encoding!r} is not handled; use rgb8, bgr8, mono8 (colour) or 32FC1, "
+                     "16UC1 (depth).")
+
+
+class ObjectPoseNode:
+    """Camera topics in, the object's ``PoseStamped`` out (module docstring).
+
+    Args:
+        params: ``DEFAULTS`` keys.
+        transport: the ROS 2 transport (default: one built from ``params``).
+
+    Attributes:
+        published: poses published so far. missed: frames in which the object was not found.
+
+    """
+
+    def __init__(self, params: dict[str, Any], transport: Any = None) -> None:
+        self.params = p = params
+        if p["method"] not in METHODS:
+            raise ValueError(f"method:={p['method']!r}; valid: {', '.join(METHODS)}.")
+        self.aruco = self.icp = None
+        if p["method"] in ("aruco", "aruco_icp"):
+            marker = pose_from_ros(p["marker_in_object"], "marker_in_object").matrix()
+            self.aruco = ArucoPoseSource(int(p["marker_id"]), float(p["marker_length"]), marker, str(p["dictionary"]))
+        if p["method"] in ("icp", "aruco_icp"):
+            if not p["model_points"]:
+                raise ValueError(f"method:={p['method']} needs model_points:=<.npy of (M, 3) surface points of the "
+                                 "object, object frame>.")
+            self.icp = IcpPoseSource(np.load(p["model_points"]))
+        self.previous = pose_from_ros(p["initial_pose"], "initial_pose") if p["initial_pose"] else None
+        if p["method"] == "icp" and self.previous is None:
+            raise ValueError("method:=icp needs initial_pose:=[x, y, z, qx, qy, qz, qw] (camera frame) to start from.")
+        self.world_camera = pose_from_ros(p["camera_pose"], "camera_pose").matrix() if p["camera_pose"] else None
+        if self.world_camera is None:
+            log.warning("no camera_pose: poses are published in the camera's frame; the policy node expects "
+                        "the task's world frame (profile topics.object_frame) and drops them")
+        if transport is None:
+            domain = p["domain_id"] if p["domain_id"] is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
+            declared = {k: ([float(x) for x in v] if isinstance(v, list) else v) for k, v in p.items() if k in DEFAULTS}
+            transport = make_transport(p["transport"], int(domain), bool(p["localhost_only"]),
+                                       p.get("node_name", "robotrl_object_pose"), p.get("namespace", "/"), declared)
+        self.transport = transport
+        remap = p.get("remap", lambda t: t)
+        self.sub_info = transport.subscription(remap(p["camera_info"]), msgs.CameraInfo, CAMERA_QOS)
+        self.sub_image = (transport.subscription(remap(p["image"]), msgs.Image, CAMERA_QOS)
+                          if self.aruco is not None else None)
+        self.sub_depth = (transport.subscription(remap(p["depth"]), msgs.Image, CAMERA_QOS)
+                          if self.icp is not None else None)
+        self.pub = transport.publisher(remap(p["output"]), msgs.PoseStamped, POSE_QOS)
+        if p["object_box"]:
+            box = [float(v) for v in p["object_box"]]
+            if len(box) != 7:
+                raise ValueError(f"object_box:={p['object_box']} must be [cx, cy, cz, hx, hy, hz, rest_height].")
+            self.pub_box = transport.publisher(remap(p["object_box_topic"]), msgs.Float64MultiArray, LATCHED_QOS)
+            self.pub_box.publish(msgs.Float64MultiArray(data=box))
+        self.intrinsics: Intrinsics | None = None
+        self.camera_frame = ""
+        self.published = self.missed = 0
+        self._stop = False
+
+    def estimate(self, image: np.ndarray | None, depth: np.ndarray | None) -> ObjectPose | None:
+        """The object pose in the camera's optical frame from the newest frames (None: not found)."""
+        assert self.intrinsics is not None
+        pose = self.aruco.estimate(image, self.intrinsics) if self.aruco is not None and image is not None else None
+        if self.icp is not None and depth is not None:
+            start = pose if pose is not None else (self.previous if self.aruco is None else None)
+            if start is not None:
+                pose = self.icp.estimate(depth, self.intrinsics, start)
+        if pose is not None:
+            self.previous = pose
+        return pose
+
+    def spin_once(self) -> ObjectPose | None:
+        """Process the newest frame, if any; publish and return its pose (in the output frame)."""
+        self.transport.spin_once()
+        infos = self.sub_info.take()
+        if infos:
+            info = infos[-1][1]
+            self.intrinsics, self.camera_frame = Intrinsics.from_camera_info(info), info.header.frame_id
+        main = self.sub_image if self.sub_image is not None else self.sub_depth
+        frames = main.take()
+        if not frames or self.intrinsics is None:
+            return None
+        msg = frames[-1][1]
+        image = image_to_array(msg) if self.sub_image is not None else None
+        depth = None
+        if self.sub_depth is not None:
+            depths = frames if self.sub_image is None else self.sub_depth.take()
+            depth = image_to_array(depths[-1][1]) if depths else None
+        pose = self.estimate(image, depth)
+        if pose is None:
+            self.missed += 1
+            log.debug("object not found in frame %d", self.published + self.missed)
+            return None
+        frame = self.camera_frame
+        if self.world_camera is not None:
+            pose = ObjectPose.from_matrix(self.world_camera @ pose.matrix(), pose.score)
+            frame = str(self.params["frame_id"])
+        self.pub.publish(to_pose_stamped(pose, msgs.Header(stamp=msg.header.stamp, frame_id=frame)))
+        self.published += 1
+        return pose
+
+    def request_stop(self, signum: int = 0, _frame: Any = None) -> None:
+        """Signal handler: stop at the next iteration."""
+        self._stop = True
+
+    def run(self, duration_s: float = 0.0) -> int:
+        """Process frames until stopped (or ``duration_s``)."""
+        start = time.monotonic()
+        while not self._stop and (duration_s <= 0 or time.monotonic() - start < duration_s):
+            if self.spin_once() is None:
+                time.sleep(0.001)
+        log.info("object pose: %d poses published, %d frames without the object", self.published, self.missed)
+        self.transport.close()
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console script ``robotrl-object-pose``; see the module docstring."""
+    front = console_front(sys.argv[1:] if argv is None else argv, __doc__ or "", "robotrl_object_pose", DEFAULTS,
+                          "robotrl-object-pose")
+    if isinstance(front, int):
+        return front
+    args, params = front
+    params.update(remap=args.remap, node_name=args.node_name, namespace=args.namespace)
+    node = ObjectPoseNode(params)
+    signal.signal(signal.SIGINT, node.request_stop)
+    signal.signal(signal.SIGTERM, node.request_stop)
+    return node.run(float(params["duration_s"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
