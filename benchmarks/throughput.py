@@ -253,7 +253,7 @@ def main() -> int:
                                                         "sb3_ppo_adapter_train_steps_per_s")
     fig["ratio_robotrl_ppo_vs_sb3_ppo_gymnasium"] = ratio(fig, "robotrl_ppo_train_steps_per_s",
                                                           "sb3_ppo_gymnasium_train_steps_per_s")
-    path = save("throughput", fig, merge=False, out_dir=args.out or RESULTS_DIR)
+    path = save("throughput", fig, out_dir=args.out or RESULTS_DIR)  # merged: keeps ops_profile.py's keys
     print(table([(k, fmt(v)) for k, v in fig.items()], f"Humanoid throughput, {n} worlds, {th} threads"))
     print(f"saved {path}")
     return 1 if fig.get("rows_failed") else 0

@@ -35,6 +35,7 @@ the reset worlds are rendered again. A task with ``instructions`` (list of texts
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -82,7 +83,11 @@ class TaskEnv(VecEnv):
         self._world_steps = 0
         self._base_delay = self.physics.delay_steps if self.physics is not None else 0
         delay_slots = self._base_delay + task_cfg.action_delay_max + 1
+        # Ring buffer of the last ``delay_slots`` actions (no copy of the history per step): the
+        # action of ``d`` steps ago is in slot ``(head + d) % delay_slots``.
         self._action_hist = torch.zeros(delay_slots, n, self.num_actions, device=dev)
+        self._hist_slots = self._action_hist.unbind(0)
+        self._head = 0
         self._delay = torch.zeros(n, dtype=torch.long, device=dev)
         self._arange = torch.arange(n, device=dev)
         self._obs: Obs = {}
@@ -105,7 +110,7 @@ class TaskEnv(VecEnv):
             raise ValueError(
                 f"action must have shape ({self.num_envs}, {self.num_actions}), got {tuple(action.shape)}."
             )
-        action = torch.nan_to_num(action.to(self.device, torch.float32)).clamp(-1.0, 1.0)
+        action = torch.nan_to_num(action.to(self.device, torch.float32)).clamp_(-1.0, 1.0)
         applied = self._delayed(action)
         self.task.apply_action(applied)
         invalid = self.sim.step(self.cfg.frame_skip)
@@ -124,7 +129,7 @@ class TaskEnv(VecEnv):
         obs = self._observe()
         info: dict[str, Any] = {"sim_resets": int(invalid.numel())}
         self._world_steps += self.num_envs
-        if not (torch.isfinite(scaled.sum()) and all(torch.isfinite(v.sum()) for v in self._float_obs(obs))):
+        if not self._all_finite(obs, scaled):
             self._reset_non_finite(scaled, obs, invalid, terminated, truncated, info)
         reward = scaled.sum(0)
 
@@ -140,15 +145,24 @@ class TaskEnv(VecEnv):
             info["episode"] = self._finish_episodes(done_ids)
             self._reset_ids(done_ids)
             obs = self._observe(render_ids=done_ids, previous=obs)
-            if not all(torch.isfinite(v.sum()) for v in self._float_obs(obs)):
+            if not self._all_finite(obs):
                 self._count_reset_obs(obs, done_ids, info)
         self._obs = obs
         return obs, reward, terminated, truncated, info
 
     # ------------------------------------------------------------------------------
     @staticmethod
-    def _float_obs(obs: Obs) -> list[torch.Tensor]:
-        return [v for v in obs.values() if v.is_floating_point()]
+    def _all_finite(obs: Obs, scaled: torch.Tensor | None = None) -> bool:
+        """Whether every float observation (and ``scaled``) is finite: one host sync for all of them.
+
+        A NaN or Inf entry makes its tensor's sum non-finite, and so the sum of the sums. A finite
+        total that overflowed is a false alarm that only costs the per-name check.
+        """
+        sums = [v.sum() for v in obs.values() if v.is_floating_point()]
+        if scaled is not None:
+            sums.append(scaled.sum())
+        total = sums[0] if len(sums) == 1 else torch.stack(sums).sum()
+        return math.isfinite(total.item())
 
     def _count_reset_obs(self, obs: Obs, ids: torch.Tensor, info: dict[str, Any]) -> None:
         """Non-finite observations of freshly reset worlds ``ids``: counted as ``obs/<name>``, replaced by 0."""
@@ -215,11 +229,13 @@ class TaskEnv(VecEnv):
         self._check_nan_limit()
 
     def _delayed(self, action: torch.Tensor) -> torch.Tensor:
-        if self._action_hist.shape[0] == 1:
+        """The action each world applies now: its own from ``_delay[i]`` steps ago (0 before its episode)."""
+        slots = len(self._hist_slots)
+        if slots == 1:
             return action
-        self._action_hist = torch.roll(self._action_hist, 1, dims=0)
-        self._action_hist[0] = action
-        return self._action_hist[self._delay, self._arange]
+        self._head = (self._head - 1) % slots
+        self._hist_slots[self._head].copy_(action)
+        return self._action_hist[(self._delay + self._head) % slots, self._arange]
 
     def _scale_terms(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
         """``(K, N)`` scaled terms, rows in ``self._term_names`` order (one stack, one multiply)."""
@@ -297,15 +313,14 @@ class TaskEnv(VecEnv):
 
     def _finish_episodes(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
         stats = {
-            "return": self.episode_return[ids].clone(),
+            "return": self.episode_return[ids],
             "length": self.episode_step[ids].float(),
             "success": self.task.success()[ids].float(),
         }
         for name, value in self.task.episode_metrics().items():
             stats[name] = value[ids].float()
-        per_term = self._episode_terms[:, ids]
-        for row, name in enumerate(self._term_names):
-            stats[f"reward/{name}"] = per_term[row]
+        for name, row in zip(self._term_names, self._episode_terms[:, ids].unbind(0), strict=True):
+            stats[f"reward/{name}"] = row
         return stats
 
     def _reset_ids(self, ids: torch.Tensor) -> None:
@@ -313,10 +328,11 @@ class TaskEnv(VecEnv):
         if self.cfg.randomize and not fixed:
             self.task.randomize(ids, self.gen)
         self.task.reset(ids, self.gen)
-        self.episode_step[ids] = 0
-        self.episode_return[ids] = 0.0
-        self._episode_terms[:, ids] = 0.0
-        self._action_hist[:, ids] = 0.0
+        self.episode_step.index_fill_(0, ids, 0)
+        self.episode_return.index_fill_(0, ids, 0.0)
+        self._episode_terms.index_fill_(1, ids, 0.0)
+        if len(self._hist_slots) > 1:
+            self._action_hist.index_fill_(1, ids, 0.0)
         spread = self.cfg.action_delay_max if self.cfg.randomize and not fixed else 0
         low = max(0, self._base_delay - spread // 2)  # centred on the calibrated delay (0..spread without a file)
         if spread > 0:

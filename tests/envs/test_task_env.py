@@ -111,6 +111,22 @@ def test_action_delay_holds_back_actions():
     assert torch.allclose(env.task.action[1], a[1])
 
 
+def test_action_delay_replays_each_worlds_history_across_wraps_and_resets():
+    env = make(num_envs=3, randomize=True, action_delay_max=2, friction_range=[1.0, 1.0], episode_length_s=100.0)
+    env.reset()
+    env._delay[:] = torch.tensor([0, 1, 2])
+    sent = [torch.full((3, env.num_actions), 0.1 * (t + 1)) for t in range(9)]  # more steps than the 3 slots
+    for t, a in enumerate(sent):
+        if t == 5:  # world 2 restarts: its history is zeroed, the others keep theirs
+            env._reset_ids(torch.tensor([2]))
+            env._delay[2] = 2
+        env.step(a)
+        for world, delay in enumerate((0, 1, 2)):
+            since = 5 if world == 2 and t >= 5 else 0
+            want = sent[t - delay][world] if t - delay >= since else torch.zeros(env.num_actions)
+            assert torch.equal(env.task.action[world], want), (t, world)
+
+
 def test_bad_action_shape_is_a_clear_error():
     env = make()
     with pytest.raises(ValueError, match="action must have shape"):

@@ -1,0 +1,148 @@
+"""Torch ops per ``TaskEnv.step``: the deterministic half of the VecEnv-overhead figure.
+
+    python benchmarks/ops_profile.py                 # about 30 s on 2 cores
+    python benchmarks/ops_profile.py --steps 400 --num-envs 256
+
+Timings on a shared machine move with its load; op counts do not. This script steps the two
+humanoid envs of ``benchmarks/throughput.py`` (the gymnasium-matched one that is compared
+with raw ``mujoco.batch``, and the composed ``task=humanoid`` one) with fixed random actions
+and a fixed seed, and counts:
+
+* ``dispatched``: aten ops that reach torch's dispatcher from Python (``TorchDispatchMode``),
+  one per eager kernel launch the step pays for;
+* ``profiled``: every ``aten::`` event of ``torch.profiler``, nested ones included
+  (``aten::to`` -> ``aten::_to_copy`` -> ``aten::copy_`` counts three).
+
+Both are per env step (all worlds), as the mean over ``--steps`` steps (autoresets included)
+and for a step without an autoreset (the fewest in the run). The time the step spends outside
+``sim.step`` (torch and Python work, microseconds per step) is printed for reference only: it
+depends on the load. Results are merged into ``benchmarks/results/throughput.json`` under
+``ops_<label>_*`` keys (``--label before|after``; the file's other keys are kept), so a
+before/after pair sits side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import RESULTS_DIR, compose_train, load_avg, table  # noqa: E402
+
+from robotrl.envs.task_env import TaskEnv  # noqa: E402
+
+
+class _Counter(TorchDispatchMode):
+    """Counts the aten overloads dispatched while active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: collections.Counter[str] = collections.Counter()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:  # noqa: ANN401
+        self.ops[str(func.overloadpacket.__name__)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _actions(env: TaskEnv, steps: int) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    return [torch.rand(env.num_envs, env.num_actions, generator=gen) * 2 - 1 for _ in range(steps)]
+
+
+def profile_env(cfg: Any, steps: int) -> dict[str, float]:
+    """Op counts and the non-physics time of ``steps`` env steps of the composed config ``cfg``."""
+    torch.set_num_threads(cfg.torch_threads)
+    figures: dict[str, float] = {}
+
+    env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
+    env.reset()
+    per_step, total = [], collections.Counter()
+    for action in _actions(env, steps):
+        with _Counter() as counter:
+            env.step(action)
+        per_step.append(sum(counter.ops.values()))
+        total.update(counter.ops)
+    figures["dispatched_per_step"] = sum(per_step) / steps
+    figures["dispatched_per_step_no_reset"] = float(min(per_step))
+    top = total.most_common(8)
+
+    env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
+    env.reset()
+    actions = _actions(env, steps)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for action in actions:
+            env.step(action)
+    events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
+    figures["profiled_per_step"] = sum(e.count for e in events) / steps
+
+    env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
+    env.reset()
+    sim_time = [0.0]
+    sim_step = env.sim.step
+
+    def timed_sim_step(nstep: int = 1) -> torch.Tensor:
+        start = time.perf_counter()
+        out = sim_step(nstep)
+        sim_time[0] += time.perf_counter() - start
+        return out
+
+    env.sim.step = timed_sim_step  # type: ignore[method-assign]
+    actions = _actions(env, steps)
+    start = time.perf_counter()
+    for action in actions:
+        env.step(action)
+    wall = time.perf_counter() - start
+    figures["non_physics_us_per_step"] = 1e6 * (wall - sim_time[0]) / steps
+    figures["physics_us_per_step"] = 1e6 * sim_time[0] / steps
+    print("most dispatched ops:", ", ".join(f"{k} {v / steps:.1f}" for k, v in top))
+    return figures
+
+
+def merge_keys(path: Path, figures: dict[str, Any]) -> Path:
+    """Add ``figures`` to the JSON at ``path``, keeping its other keys (its date and load belong to its own run)."""
+    old = json.loads(path.read_text()) if path.exists() else {}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**old, **figures}, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--num-envs", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--steps", type=int, default=200, help="env steps counted per env")
+    parser.add_argument("--label", default="after", help="key infix, e.g. before or after a change")
+    parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
+    args = parser.parse_args()
+    overrides = ["task=humanoid", f"sim.num_envs={args.num_envs}", f"sim.nthread={args.threads}"]
+    cfg, _, _ = compose_train(overrides)
+    gym_cfg, _, _ = compose_train([*overrides, "task.gym_model=true", "task.gym_obs=true", "task.randomize=false",
+                                   "task.obs_noise_std=0", "task.action_delay_max=0"])
+    fig: dict[str, Any] = {f"ops_{args.label}_num_envs": args.num_envs, f"ops_{args.label}_steps": args.steps,
+                           **{f"ops_{args.label}_{k}": v for k, v in load_avg("at_start").items()},
+                           f"ops_{args.label}_date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                               timespec="seconds"),
+                           f"ops_{args.label}_torch_version": torch.__version__}
+    for name, c in (("gym_matched", gym_cfg), ("composed", cfg)):
+        print(f"{name} ...", flush=True)
+        for key, value in profile_env(c, args.steps).items():
+            fig[f"ops_{args.label}_{name}_{key}"] = value
+    path = merge_keys(Path(args.out or RESULTS_DIR) / "throughput.json", fig)
+    print(table([(k, f"{v:,.1f}" if isinstance(v, float) else str(v)) for k, v in fig.items()],
+                f"Torch ops per TaskEnv.step, humanoid, {args.num_envs} worlds"))
+    print(f"saved {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
