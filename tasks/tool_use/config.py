@@ -8,9 +8,10 @@ from robotrl.tasks.base import TaskConfig
 
 
 def _default_scales() -> dict[str, float]:
-    """DexPBT-style weights (METHODS.md, SimToolReal)."""
+    """DexPBT-style weights (METHODS.md, SimToolReal); ``grasp`` is robotrl's shaping term, off here."""
     return {
         "fingertip_approach": 50.0,
+        "grasp": 0.0,
         "lift": 20.0,
         "lift_bonus": 300.0,
         "keypoint_progress": 200.0,

@@ -64,6 +64,36 @@ def fingertip_approach(
     return gain, torch.minimum(best, dist)
 
 
+def grasp(
+    tips: torch.Tensor, tip_dist: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor, center: torch.Tensor,
+    half: torch.Tensor, reach: float, active: torch.Tensor,
+) -> torch.Tensor:
+    """1 where the thumb opposes a finger across the tool, while ``active`` (before the lift).
+
+    Opposition: the thumb (last fingertip) and at least one other fingertip are within ``reach``
+    of the tool box, and the midpoint of the thumb and that finger lies inside the box (so the
+    two are on opposite sides, not side by side on one face).
+
+    Args:
+        tips: ``(N, F, 3)`` world fingertip positions, thumb last.
+        tip_dist: ``(N, F)`` their distances to the tool box (m).
+        pos: ``(N, 3)`` tool position.
+        quat: ``(N, 4)`` tool orientation (wxyz).
+        center: ``(N, 3)`` tool box centre in the tool frame.
+        half: ``(N, 3)`` tool box half-extents.
+        reach: contact distance (m).
+        active: ``(N,)`` bool.
+
+    Returns:
+        ``(N,)`` float in ``{0, 1}``.
+
+    """
+    mid = 0.5 * (tips[:, :-1] + tips[:, -1:])  # (N, F-1, 3)
+    inside = box_distance(mid, pos, quat, center, half) <= 0.0
+    opposed = inside & (tip_dist[:, :-1] < reach) & (tip_dist[:, -1:] < reach)
+    return (opposed.any(dim=1) & active).float()
+
+
 def lift(height: torch.Tensor, lifted: torch.Tensor, lift_height: float) -> torch.Tensor:
     """Height of the tool above its resting height, clipped to ``[0, lift_height]``, until lifted."""
     return height.clamp(min=0.0, max=lift_height) * (~lifted).float()

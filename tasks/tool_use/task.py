@@ -7,7 +7,8 @@ goal is drawn, up to ``max_goals`` per episode.
 
 Reward terms (unscaled; weights in ``reward_scales``, DexPBT-style):
 ``fingertip_approach`` improvement of each fingertip's closest distance to the tool box,
-until lifted; ``lift`` tool height above rest (clipped at ``lift_height``), until lifted;
+until lifted; ``grasp`` 1 per step while the thumb opposes a finger across the tool, until lifted;
+``lift`` tool height above rest (clipped at ``lift_height``), until lifted;
 ``lift_bonus`` 1 on the step the tool first rises ``lift_height`` with the hand around it;
 ``keypoint_progress`` improvement of the best-so-far max keypoint distance to the goal, after the lift;
 ``goal_bonus`` 1 on each goal reached; ``joint_vel`` ``-sum(qvel^2)`` of the robot.
@@ -60,6 +61,7 @@ class StepMeasures:
     """What ``update`` measured in one control step, before any goal switch; ``reward_terms`` reads it.
 
     Attributes:
+        grasp: ``(N,)`` 1 where the thumb opposes a finger across the tool (``rewards.grasp``), 0 once lifted.
         tip_gain: ``(N,)`` summed improvement of each fingertip's closest distance to the tool box
             (m); 0 once the tool is lifted.
         height: ``(N,)`` tool height above its resting height (m).
@@ -71,6 +73,7 @@ class StepMeasures:
     """
 
     tip_gain: torch.Tensor
+    grasp: torch.Tensor
     height: torch.Tensor
     newly_lifted: torch.Tensor
     keypoint_gain: torch.Tensor
@@ -80,7 +83,8 @@ class StepMeasures:
     def zeros(cls, n: int, device: torch.device) -> StepMeasures:
         """Measures of a step in which nothing happened (before the first ``update``)."""
         f, b = torch.zeros(n, device=device), torch.zeros(n, dtype=torch.bool, device=device)
-        return cls(tip_gain=f, height=f.clone(), newly_lifted=b, keypoint_gain=f.clone(), goal_reached=b.clone())
+        return cls(tip_gain=f, grasp=f.clone(), height=f.clone(), newly_lifted=b, keypoint_gain=f.clone(),
+                   goal_reached=b.clone())
 
 
 def _look_at(pos: list[float], target: list[float]) -> list[float]:
@@ -401,6 +405,9 @@ class ToolUseTask(Task):
         tip = self._tip_distance()
         self.reached |= tip.amax(dim=1) < c.reach_dist
         tip_gain, self.best_tip = R.fingertip_approach(self.best_tip, tip, ~self.lifted)
+        pose = self._tool_pose()
+        grasp = R.grasp(self.site_xpos[:, self._tips].float(), tip, pose[:, :3], pose[:, 3:], self.bbox_center,
+                        self.bbox_half, c.reach_dist, ~self.lifted)
         held = tip.mean(dim=1) < c.lift_hand_dist  # a tool knocked into the air is not lifted
         newly_lifted = ~self.lifted & (height >= c.lift_height) & held
         self.lifted |= newly_lifted
@@ -419,7 +426,7 @@ class ToolUseTask(Task):
         self.dropped = self.lifted & (height < c.drop_height)
         pos = self._tool_pose()[:, :3]
         self.fell = (pos[:, 2] < -0.05) | ((pos[:, :2] - self.spawn_pos[:, :2]).norm(dim=1) > 0.6)
-        self.step_measures = StepMeasures(tip_gain=tip_gain, height=height, newly_lifted=newly_lifted,
+        self.step_measures = StepMeasures(tip_gain=tip_gain, grasp=grasp, height=height, newly_lifted=newly_lifted,
                                           keypoint_gain=keypoint_gain, goal_reached=goal_reached)
         self._kick(gen)
         self._push_pose(gen)
@@ -521,6 +528,7 @@ class ToolUseTask(Task):
         c, m = self.cfg, self.step_measures
         return {
             "fingertip_approach": m.tip_gain,
+            "grasp": m.grasp,
             "lift": R.lift(m.height, self.lifted & ~m.newly_lifted, c.lift_height),
             "lift_bonus": m.newly_lifted.float(),
             "keypoint_progress": m.keypoint_gain,

@@ -84,3 +84,20 @@ def test_joint_velocity_penalty_sign_and_magnitude():
     qvel = torch.tensor([[1.0, -2.0, 0.5], [0.0, 0.0, 0.0]])
     pen = R.joint_velocity_penalty(qvel)
     assert torch.allclose(pen, torch.tensor([-5.25, 0.0]))
+
+
+def test_grasp_pays_for_thumb_opposing_a_finger_across_the_tool_only():
+    # Tool: identity pose at the origin, box half-extents 2 x 1 x 1 cm; reach 1 cm.
+    pos, quat = torch.zeros(4, 3), torch.tensor([[1.0, 0, 0, 0]]).repeat(4, 1)
+    center, half = torch.zeros(4, 3), torch.tensor([[0.02, 0.01, 0.01]]).repeat(4, 1)
+    far = [0.5, 0.5, 0.5]
+    tips = torch.tensor([
+        [[0.0, 0.015, 0.0], far, far, [0.0, -0.015, 0.0]],    # index and thumb on opposite y faces
+        [[0.0, 0.015, 0.0], far, far, [0.01, 0.015, 0.0]],    # both on the +y face: side by side
+        [far, far, [0.0, 0.0, 0.015], [0.0, 0.0, -0.015]],   # ring and thumb above and below
+        [[0.0, 0.015, 0.0], far, far, [0.0, -0.035, 0.0]],   # thumb 2.5 cm away: out of reach
+    ])
+    dist = R.box_distance(tips, pos, quat, center, half)
+    active = torch.tensor([True, True, True, True])
+    assert R.grasp(tips, dist, pos, quat, center, half, 0.01, active).tolist() == [1.0, 0.0, 1.0, 0.0]
+    assert R.grasp(tips, dist, pos, quat, center, half, 0.01, ~active).tolist() == [0.0, 0.0, 0.0, 0.0]
