@@ -3,6 +3,7 @@
     python benchmarks/throughput.py                  # about 5 minutes on 2 cores
     python benchmarks/throughput.py --num-envs 256 --seconds 10
     python benchmarks/throughput.py --quick          # smoke run (about 1 minute, temp dir)
+    python benchmarks/throughput.py --overhead-only  # VecEnv / raw mujoco.batch at 64 and 256 worlds only
 
 Env stepping uses gymnasium's humanoid XML *with its own options* (PGS, RK4) and frame
 skip 5, random actions, and the same observation work everywhere: gymnasium Humanoid-v5's
@@ -12,6 +13,10 @@ skip 5, random actions, and the same observation work everywhere: gymnasium Huma
 * raw ``mujoco.batch``: a hand-written numpy loop (bind, step, concatenate obs, reset falls).
 * robotrl VecEnv (``task=humanoid task.gym_model=true task.gym_obs=true``, no randomization,
   noise or delay): torch tensors, rewards, autoreset, episode statistics on top.
+  These two are timed *interleaved* (alternating 20-step calls, ``--seconds`` each), so both
+  see the same machine load, at ``--num-envs`` and at each of ``--overhead-envs`` (64 and 256):
+  keys ``..._steps_per_s`` / ``ratio_robotrl_vs_mujoco_batch`` and ``..._256``. The ops per
+  ``TaskEnv.step`` behind that ratio: ``benchmarks/ops_profile.py``.
 * robotrl VecEnv on the composed ``task=humanoid`` config (Newton + implicit-fast,
   proprioceptive obs, randomization, action delay, observation noise): the env the PPO rows train on.
 
@@ -112,8 +117,8 @@ def envpool_rate(seconds: float, n: int, threads: int) -> float:
     return timed(run, seconds)
 
 
-def raw_batch(seconds: float, n: int, threads: int, task_cfg: Any) -> float:
-    """What a user writes by hand on mujoco.batch: same model, same observation work."""
+def raw_batch_run(n: int, threads: int, task_cfg: Any) -> Callable[[], int]:
+    """What a user writes by hand on mujoco.batch: same model, same observation work (20 steps per call)."""
     import mujoco.batch as mjb
     from robotrl.tasks.humanoid.task import HumanoidTask
 
@@ -136,10 +141,11 @@ def raw_batch(seconds: float, n: int, threads: int, task_cfg: Any) -> float:
         assert obs.shape == (n, 348)
         return 20 * n
 
-    return timed(run, seconds)
+    return run
 
 
-def robotrl_env(seconds: float, cfg: Any) -> float:
+def robotrl_env_run(cfg: Any) -> Callable[[], int]:
+    """``TaskEnv`` on ``cfg`` with random actions (20 steps per call)."""
     from robotrl.envs.task_env import TaskEnv
 
     torch.set_num_threads(cfg.torch_threads)  # what robotrl's runners use on CPU
@@ -153,7 +159,48 @@ def robotrl_env(seconds: float, cfg: Any) -> float:
             env.step(torch.rand(n, env.num_actions, generator=gen) * 2 - 1)
         return 20 * n
 
-    return timed(run, seconds)
+    return run
+
+
+def interleaved(runs: dict[str, Callable[[], int]], seconds: float, warmup: int = 3) -> dict[str, float]:
+    """Steps/s of each ``run``, timed in alternating calls for ``seconds`` each, so all see the same load.
+
+    On a shared machine a load change between two back-to-back rows moves their ratio; here the
+    rows take turns every call (20 env steps), and a ratio compares like with like.
+    """
+    for run in runs.values():
+        for _ in range(warmup):
+            run()
+    steps = dict.fromkeys(runs, 0)
+    spent = dict.fromkeys(runs, 0.0)
+    while min(spent.values()) < seconds:
+        for key, run in runs.items():
+            start = time.perf_counter()
+            steps[key] += run()
+            spent[key] += time.perf_counter() - start
+    return {key: steps[key] / spent[key] for key in runs}
+
+
+def overhead_pair(fig: dict[str, Any], n: int, th: int, seconds: float, suffix: str) -> None:
+    """Raw ``mujoco.batch`` and the gym-matched VecEnv at ``n`` worlds, interleaved; their ratio."""
+    raw_key, env_key = f"mujoco_batch_raw_steps_per_s{suffix}", f"robotrl_vecenv_steps_per_s{suffix}"
+    print(f"{raw_key} and {env_key} (interleaved) ...", flush=True)
+    try:
+        cfg = compose_train(gym_matched_overrides(n, th))[0]
+        torch.set_num_threads(cfg.torch_threads)  # what robotrl's runners use on CPU
+        rates = interleaved({raw_key: raw_batch_run(n, th, cfg.task), env_key: robotrl_env_run(cfg)}, seconds)
+        fig.update(rates)
+    except Exception as err:  # reported in the table and the JSON; the script exits non-zero
+        traceback.print_exc()
+        fig[raw_key] = fig[env_key] = missing(f"{type(err).__name__}: {err}")
+        fig["rows_failed"] = fig.get("rows_failed", 0) + 1
+    fig[f"ratio_robotrl_vs_mujoco_batch{suffix}"] = ratio(fig, env_key, raw_key)
+
+
+def gym_matched_overrides(n: int, th: int) -> list[str]:
+    """``robotrl train`` overrides of the VecEnv compared with raw mujoco.batch: gymnasium's model and obs."""
+    return ["task=humanoid", f"sim.num_envs={n}", f"sim.nthread={th}", "task.gym_model=true", "task.gym_obs=true",
+            "task.randomize=false", "task.obs_noise_std=0", "task.action_delay_max=0"]
 
 
 def robotrl_ppo(cfg: Any, config_yaml: str) -> float:
@@ -219,10 +266,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=8.0, help="timing window per env row")
     parser.add_argument("--train-seconds", type=float, default=60.0, help="wall-clock per training row")
     parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
+    parser.add_argument("--overhead-envs", type=int, nargs="+", default=[64, 256],
+                        help="world counts of the interleaved raw mujoco.batch / VecEnv pairs (besides --num-envs)")
+    parser.add_argument("--overhead-only", action="store_true",
+                        help="only the raw mujoco.batch / VecEnv pairs (a minute or two)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 16 worlds, 1 s env rows, 5 s training rows")
     args = parser.parse_args()
     if args.quick:
-        args.num_envs, args.seconds, args.train_seconds = 16, 1.0, 5.0
+        args.num_envs, args.seconds, args.train_seconds, args.overhead_envs = 16, 1.0, 5.0, [16]
         args.out = args.out or tempfile.mkdtemp(prefix="bench_throughput_quick_")
     n, th, s = args.num_envs, args.threads, args.seconds
 
@@ -230,33 +281,44 @@ def main() -> int:
                  "max_iterations=1000000000", "progress=false", "tensorboard=false", "save_interval=1000000000",
                  "eval_at_end=false"]
     cfg, config_yaml, config_hash = compose_train(overrides)
-    gym_cfg, _, gym_hash = compose_train([*overrides, "task.gym_model=true", "task.gym_obs=true",
-                                          "task.randomize=false", "task.obs_noise_std=0", "task.action_delay_max=0"])
+    _, _, gym_hash = compose_train([*overrides, *gym_matched_overrides(n, th)[3:]])
     fig: dict[str, Any] = {"num_envs": n, "threads": th, "frame_skip": FRAME_SKIP, "env_row_seconds": s,
                            "train_row_seconds": args.train_seconds, "compose_overrides": " ".join(overrides),
                            "config_hash": config_hash, "robotrl_vecenv_gym_matched_config_hash": gym_hash,
                            "torch_threads_training_rows": cfg.torch_threads, **load_avg("at_start")}
-    measure(fig, "gymnasium_single_steps_per_s", lambda: gym_single(s))
-    measure(fig, "sb3_dummyvecenv8_steps_per_s", lambda: sb3_dummy(s))
-    measure(fig, "envpool_steps_per_s", lambda: envpool_rate(s, n, th))
-    measure(fig, "mujoco_batch_raw_steps_per_s", lambda: raw_batch(s, n, th, gym_cfg.task))
-    measure(fig, "robotrl_vecenv_steps_per_s", lambda: robotrl_env(s, gym_cfg))
-    measure(fig, "robotrl_vecenv_composed_task_steps_per_s", lambda: robotrl_env(s, cfg))
-    measure(fig, "robotrl_ppo_train_steps_per_s", lambda: robotrl_ppo(cfg, config_yaml))
-    measure(fig, "sb3_ppo_adapter_train_steps_per_s", lambda: sb3_ppo_adapter(cfg))
-    measure(fig, "sb3_ppo_gymnasium_train_steps_per_s", lambda: sb3_ppo_gymnasium(cfg))
+    pairs = sorted({n, *args.overhead_envs})
+    for m in pairs:
+        overhead_pair(fig, m, th, s, "" if m == n else f"_{m}")
+    fig["overhead_pair_envs"] = " ".join(map(str, pairs))
+    fig.update(load_avg("after_overhead_pairs"))
+    if not args.overhead_only:
+        measure(fig, "gymnasium_single_steps_per_s", lambda: gym_single(s))
+        measure(fig, "sb3_dummyvecenv8_steps_per_s", lambda: sb3_dummy(s))
+        measure(fig, "envpool_steps_per_s", lambda: envpool_rate(s, n, th))
+        measure(fig, "robotrl_vecenv_composed_task_steps_per_s", lambda: timed(robotrl_env_run(cfg), s))
+        measure(fig, "robotrl_ppo_train_steps_per_s", lambda: robotrl_ppo(cfg, config_yaml))
+        measure(fig, "sb3_ppo_adapter_train_steps_per_s", lambda: sb3_ppo_adapter(cfg))
+        measure(fig, "sb3_ppo_gymnasium_train_steps_per_s", lambda: sb3_ppo_gymnasium(cfg))
+        finish_ratios(fig)
+    path = save("throughput", fig, out_dir=args.out or RESULTS_DIR)  # merged: keeps ops_profile.py's keys
+    print(table([(k, fmt(v)) for k, v in fig.items()], f"Humanoid throughput, {n} worlds, {th} threads"))
+    ratios = {m: fig["ratio_robotrl_vs_mujoco_batch" + ("" if m == n else f"_{m}")] for m in pairs}
+    print("VecEnv / raw mujoco.batch (interleaved, same run): "
+          + ", ".join(f"{m} worlds {fmt(r)}" for m, r in ratios.items())
+          + f"; 1-min load average {fig['load_avg_1min_at_start']:.2f} at start, "
+          + f"{fig['load_avg_1min_after_overhead_pairs']:.2f} after the pairs")
+    print(f"saved {path}")
+    return 1 if fig.get("rows_failed") else 0
 
-    fig["ratio_robotrl_vs_mujoco_batch"] = ratio(fig, "robotrl_vecenv_steps_per_s", "mujoco_batch_raw_steps_per_s")
+
+def finish_ratios(fig: dict[str, Any]) -> None:
+    """The ratios between the rows other than the overhead pairs."""
     fig["ratio_robotrl_vs_envpool"] = ratio(fig, "robotrl_vecenv_steps_per_s", "envpool_steps_per_s")
     fig["ratio_robotrl_vs_gymnasium_single"] = ratio(fig, "robotrl_vecenv_steps_per_s", "gymnasium_single_steps_per_s")
     fig["ratio_robotrl_ppo_vs_sb3_ppo_adapter"] = ratio(fig, "robotrl_ppo_train_steps_per_s",
                                                         "sb3_ppo_adapter_train_steps_per_s")
     fig["ratio_robotrl_ppo_vs_sb3_ppo_gymnasium"] = ratio(fig, "robotrl_ppo_train_steps_per_s",
                                                           "sb3_ppo_gymnasium_train_steps_per_s")
-    path = save("throughput", fig, out_dir=args.out or RESULTS_DIR)  # merged: keeps ops_profile.py's keys
-    print(table([(k, fmt(v)) for k, v in fig.items()], f"Humanoid throughput, {n} worlds, {th} threads"))
-    print(f"saved {path}")
-    return 1 if fig.get("rows_failed") else 0
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def _as_tensor(arr: np.ndarray) -> torch.Tensor:
 def _ids_np(ids: torch.Tensor | None) -> np.ndarray | None:
     if ids is None:
         return None
-    return ids.detach().to("cpu", torch.int64).numpy().astype(np.int32)
+    return ids.numpy(force=True).astype(np.int32)
 
 
 class CpuBatchSim(BatchSim):
@@ -53,6 +53,7 @@ class CpuBatchSim(BatchSim):
         self._qpos_np, self._qvel_np = self._batch.bind("qpos"), self._batch.bind("qvel")
         self._qpos = self.bind("qpos")
         self._qvel = self.bind("qvel")
+        self._none = torch.zeros(0, dtype=torch.int64)
         self._batch.reset()
         log.debug("mujoco.batch: %d worlds on %d threads", self.nsim, self._batch.nthread)
 
@@ -69,21 +70,27 @@ class CpuBatchSim(BatchSim):
 
     def step(self, nstep: int = 1) -> torch.Tensor:
         """Advance all worlds; return ids of worlds that raised, went non-finite or diverged."""
-        # The checks run in numpy on the batch rows: a few microseconds, where the same
-        # checks as torch ops cost about a dozen eager dispatches per step.
+        # The checks run in numpy on the batch rows (no torch op), first on whole arrays: only
+        # when one fails are they redone per world.
+        qpos, qvel = self._qpos_np, self._qvel_np
         dt = self.model.opt.timestep
         expected = self._time_np + nstep * dt
         # State written non-finite since the last step (MuJoCo would silently reset it).
-        bad = ~np.isfinite(self._qpos_np.sum(axis=1) + self._qvel_np.sum(axis=1))
+        bad = None if np.isfinite(qpos.sum() + qvel.sum()) else ~np.isfinite(qpos.sum(axis=1) + qvel.sum(axis=1))
         try:
             self._batch.step(nstep=nstep)
         except mjb.SimulationError as err:
+            bad = np.zeros(self.nsim, dtype=bool) if bad is None else bad
             bad[np.asarray(err.ids, dtype=np.int64)] = True
             log.debug("mujoco.batch raised in worlds %s: %s", err.ids, err)
         # MuJoCo resets a world internally on NaN/huge qacc and rewinds its clock: catch that too.
-        bad |= self._time_np < expected - 0.5 * dt
-        bad |= ~np.isfinite(self._qpos_np.sum(axis=1) + self._qvel_np.sum(axis=1))
-        bad |= np.abs(self._qvel_np).max(axis=1) > self.cfg.divergence_threshold
+        rewound = self._time_np < expected - 0.5 * dt
+        speed = np.abs(qvel).max(initial=0.0)  # NaN if any entry is NaN
+        if bad is None and not rewound.any() and np.isfinite(qpos.sum()) and speed <= self.cfg.divergence_threshold:
+            return self._none
+        bad = rewound if bad is None else bad | rewound
+        bad |= ~np.isfinite(qpos.sum(axis=1) + qvel.sum(axis=1))
+        bad |= np.abs(qvel).max(axis=1) > self.cfg.divergence_threshold
         return torch.from_numpy(np.flatnonzero(bad))
 
     def reset(
@@ -100,11 +107,11 @@ class CpuBatchSim(BatchSim):
             self._batch.reset(ids=ids_np)
             return
         self._batch.reset(ids=ids_np, stage=mujoco.mjtStage.mjSTAGE_NONE)
-        idx = ids.to(torch.int64)
+        # numpy row writes (cast to float64 on assignment): no torch index_put per field
         if qpos is not None:
-            self._qpos[idx] = qpos.to(self._qpos.dtype)
+            self._qpos_np[ids_np] = qpos.detach().cpu().numpy()
         if qvel is not None:
-            self._qvel[idx] = qvel.to(self._qvel.dtype)
+            self._qvel_np[ids_np] = qvel.detach().cpu().numpy()
         self._batch.forward(ids=ids_np)
 
     def forward(self, ids: torch.Tensor | None = None) -> None:

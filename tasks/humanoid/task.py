@@ -16,7 +16,7 @@ from robotrl.tasks.base import Task
 from robotrl.tasks.humanoid import constants as C
 from robotrl.tasks.humanoid.config import HumanoidConfig
 
-from robotrl.rotations import quat_rotate_inverse_wxyz, sample_range, uniform
+from robotrl.rotations import quat_rotate_wxyz, sample_range, uniform
 from robotrl.twin.scenarios import ScenarioParam
 
 
@@ -98,11 +98,37 @@ class HumanoidTask(Task):
         self.push = torch.full((n, 2), float("nan"), device=dev)  # scenario push (vx, vy) per world; NaN: random
         self._base_friction = torch.as_tensor(model.geom_friction.copy(), device=dev)
         self._base_mass = torch.as_tensor(model.body_mass.copy(), device=dev)
-        if self.cfg.gym_obs:
-            self._gym_fields = [sim.bind(f) for f in ("cinert", "cvel", "qfrc_actuator", "cfrc_ext")]
+        self._bind_signal_views(model)
         self.step_dt = model.opt.timestep * self.cfg.frame_skip
         self._resample_every = max(1, round(self.cfg.command_resample_s / self.step_dt))
         self._push_every = round(self.cfg.push_interval_s / self.step_dt) if self.cfg.push_interval_s > 0 else 0
+
+    def _bind_signal_views(self, model: mujoco.MjModel) -> None:
+        """Views of the bound state that the per-step signals read, and their scratch buffers.
+
+        Slices of bound fields are live views, so they are taken once here instead of every step
+        (each slice, ``.float()`` or ``cat`` is an eager op: the step's overhead is their count).
+        """
+        n, dev, q, v = self.num_envs, self.device, self.qpos, self.qvel
+        self._torso_z, self._torso_z_col, self._joint_pos = q[:, 2], q[:, 2:3], q[:, 7:]
+        self._qpos0_joints = self.qpos0[7:]
+        self._ang_vel, self._joint_vel = v[:, 3:6], v[:, 6:]
+        self._cmd_vx, self._cmd_yaw = self.command[:, 0], self.command[:, 1]
+        self._push_x = self.push[:, 0]
+        self._alive = torch.ones(n, device=dev)
+        # Body-frame vectors in one batched rotation: row 0 world linear velocity, row 1 gravity.
+        self._quat = q[:, None, 3:7]
+        self._conj = torch.tensor([1.0, -1.0, -1.0, -1.0], dtype=q.dtype, device=dev)
+        self._quat_conj = torch.zeros(n, 1, 4, device=dev)
+        self._vectors = torch.zeros(n, 2, 3, device=dev)
+        self._vectors[:, 1, 2] = -1.0
+        self._world_lin_vel, self._world_lin_vel_in = v[:, :3], self._vectors[:, 0]
+        self._state: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+        if self.cfg.gym_obs:
+            cinert, cvel, qfrc_act, cfrc_ext = (self.sim.bind(f) for f in ("cinert", "cvel", "qfrc_actuator",
+                                                                               "cfrc_ext"))
+            self._gym_parts = [q[:, 2:], v, cinert[:, 1:].reshape(n, -1), cvel[:, 1:].reshape(n, -1),
+                               qfrc_act[:, 6:], cfrc_ext[:, 1:].reshape(n, -1)]
 
     # --- lifecycle -------------------------------------------------------------------
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
@@ -112,14 +138,14 @@ class HumanoidTask(Task):
         qpos[:, 7:] += uniform(-noise, noise, (k, qpos.shape[1] - 7), gen, self.device).to(qpos.dtype)
         qvel = uniform(-noise, noise, (k, self.qvel.shape[1]), gen, self.device)
         self.sim.reset(ids, qpos, qvel)
-        self.steps[ids] = 0
-        self.action[ids] = 0.0
-        self.prev_action[ids] = 0.0
-        self._fwd_sum[ids] = 0.0
-        self.push[ids] = float("nan")
+        self.steps.index_fill_(0, ids, 0)
+        self.action.index_fill_(0, ids, 0.0)
+        self.prev_action.index_fill_(0, ids, 0.0)
+        self._fwd_sum.index_fill_(0, ids, 0.0)
+        self.push.index_fill_(0, ids, float("nan"))
         self._resample(ids, gen)
         self._apply_scenarios(ids, gen)
-        self._state = self._base_state()
+        self._state = None  # the body-frame signals of the new state, computed when first read
 
     def _apply_scenarios(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Worlds drawn from ``cfg.scenarios`` get the drawn command, friction and mass scales."""
@@ -176,24 +202,32 @@ class HumanoidTask(Task):
         """Motor controls = action * ctrl limit * per-world strength."""
         self.prev_action.copy_(self.action)
         self.action.copy_(action)
-        self.ctrl.copy_(action * self.ctrl_high * self.strength)
+        torch.mul(action * self.ctrl_high, self.strength, out=self.ctrl)
 
     def update(self, gen: torch.Generator) -> None:
         """Advance clocks; resample due commands and apply due pushes, drawing from ``gen``."""
         self.steps += 1
-        due = (self.steps % self._resample_every == 0).nonzero().squeeze(1)
-        if due.numel():
-            self._resample(due, gen)
+        due = self.steps % self._resample_every == 0
+        if due.any():  # rare: one cheap check instead of nonzero() every step
+            self._resample(due.nonzero().squeeze(1), gen)
         if self._push_every:
             due = self.steps % self._push_every == 0
-            pushed = (due & (self.cfg.randomize | ~torch.isnan(self.push[:, 0]))).nonzero().squeeze(1)
-            if pushed.numel():
+            if not self.cfg.randomize:
+                due &= self._push_x == self._push_x  # only scenario pushes (not NaN) apply without randomization
+            if due.any():
+                pushed = due.nonzero().squeeze(1)
                 kick = uniform(-self.cfg.push_vel, self.cfg.push_vel, (pushed.numel(), 2), gen, self.device)
                 fixed = self.push[pushed]
                 kick = torch.where(torch.isnan(fixed), kick, fixed)
                 self.qvel[pushed, :2] += kick.to(self.qvel.dtype)
         self._state = self._base_state()
         self._fwd_sum += self._state[0][:, 0]
+
+    def _signals(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``_base_state()`` of the current state (cached until the next physics step or reset)."""
+        if self._state is None:
+            self._state = self._base_state()
+        return self._state
 
     def _resample(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         k = ids.numel()
@@ -207,65 +241,66 @@ class HumanoidTask(Task):
         """Body-frame linear velocity, angular velocity and gravity, each ``(N, 3)``.
 
         Computed once after physics (``update``) and after resets; the signals read the cache.
+        Both vectors go through one ``quat_rotate_wxyz`` by the conjugate base orientation
+        (the same arithmetic as ``quat_rotate_inverse_wxyz`` of each, in float32).
         """
-        quat = self.qpos[:, 3:7].float()
-        lin_vel = quat_rotate_inverse_wxyz(quat, self.qvel[:, :3].float())
-        gravity = quat_rotate_inverse_wxyz(quat, torch.tensor([0.0, 0.0, -1.0], device=self.device).expand_as(lin_vel))
-        return lin_vel, self.qvel[:, 3:6].float(), gravity
+        torch.mul(self._quat, self._conj, out=self._quat_conj)
+        self._world_lin_vel_in.copy_(self._world_lin_vel)
+        lin_vel, gravity = quat_rotate_wxyz(self._quat_conj, self._vectors).unbind(1)
+        return lin_vel, self._ang_vel.float(), gravity
 
     def observe(self) -> dict[str, torch.Tensor]:
         """Proprioception + command; the critic also sees friction, mass and strength."""
-        lin_vel, ang_vel, gravity = self._state
-        policy = torch.cat(
-            [
-                self.qpos[:, 2:3].float(),
-                gravity,
-                lin_vel,
-                ang_vel * 0.25,
-                (self.qpos[:, 7:] - self.qpos0[7:]).float(),
-                self.qvel[:, 6:].float() * 0.1,
-                self.action,
-                self.command,
-            ],
-            dim=1,
-        )
         privileged = torch.stack([self.friction_scale, self.mass_scale, self.strength.mean(1)], dim=1)
         if self.cfg.gym_obs:
             policy = self._gym_observation()
+        else:
+            lin_vel, ang_vel, gravity = self._signals()
+            policy = torch.cat(  # float64 and float32 pieces, each cast to float32 once
+                [
+                    self._torso_z_col,
+                    gravity,
+                    lin_vel,
+                    ang_vel * 0.25,
+                    self._joint_pos - self._qpos0_joints,
+                    self._joint_vel.float() * 0.1,
+                    self.action,
+                    self.command,
+                ],
+                dim=1,
+            ).float()
         return {"policy": policy, "critic": torch.cat([policy, privileged], dim=1)}
 
     def _gym_observation(self) -> torch.Tensor:
         """Gymnasium Humanoid-v5's 348-d observation (world body excluded)."""
-        cinert, cvel, qfrc_act, cfrc_ext = self._gym_fields
-        n = self.num_envs
-        return torch.cat([self.qpos[:, 2:], self.qvel, cinert[:, 1:].reshape(n, -1), cvel[:, 1:].reshape(n, -1),
-                          qfrc_act[:, 6:], cfrc_ext[:, 1:].reshape(n, -1)], dim=1).float()
+        return torch.cat(self._gym_parts, dim=1).float()
 
     def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
         """Named reward terms (see module docstring)."""
-        lin_vel, ang_vel, gravity = self._state
-        sigma = self.cfg.tracking_sigma
-        lin_err = (lin_vel[:, 0] - self.command[:, 0]).square() + lin_vel[:, 1].square()
-        yaw_err = (ang_vel[:, 2] - self.command[:, 1]).square()
+        lin_vel, ang_vel, gravity = self._signals()
+        vx, vy, vz = lin_vel.unbind(1)
+        lin_err = (vx - self._cmd_vx).square() + vy.square()
+        yaw_err = (ang_vel[:, 2] - self._cmd_yaw).square()
+        track_lin_vel, track_yaw = torch.exp(-torch.stack([lin_err, yaw_err]) / self.cfg.tracking_sigma).unbind(0)
         return {
-            "track_lin_vel": torch.exp(-lin_err / sigma),
-            "track_yaw": torch.exp(-yaw_err / sigma),
-            "alive": torch.ones(self.num_envs, device=self.device),
-            "upright": -(1.0 + gravity[:, 2]),
+            "track_lin_vel": track_lin_vel,
+            "track_yaw": track_yaw,
+            "alive": self._alive,
+            "upright": -1.0 - gravity[:, 2],  # -(1 + g_z)
             "ctrl": -action.square().sum(1),
             "action_rate": -(self.action - self.prev_action).square().sum(1),
-            "vertical_vel": -lin_vel[:, 2].square(),
+            "vertical_vel": -vz.square(),
         }
 
     def terminated(self) -> torch.Tensor:
         """Fall: torso height outside the healthy range."""
-        z = self.qpos[:, 2]
+        z = self._torso_z
         return (z < C.HEALTHY_Z[0]) | (z > C.HEALTHY_Z[1])
 
     def success(self) -> torch.Tensor:
         """Still standing and tracking forward speed within 0.3 m/s."""
-        lin_vel = self._state[0]
-        return ~self.terminated() & ((lin_vel[:, 0] - self.command[:, 0]).abs() < 0.3)
+        lin_vel = self._signals()[0]
+        return ~self.terminated() & ((lin_vel[:, 0] - self._cmd_vx).abs() < 0.3)
 
     def episode_metrics(self) -> dict[str, torch.Tensor]:
         """Mean forward speed (body frame, m/s) over the episode."""

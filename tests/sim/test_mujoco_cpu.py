@@ -71,6 +71,31 @@ def test_nan_world_is_reported(sim):
     assert bad.tolist() == [0]
 
 
+def test_healthy_step_reports_no_world(sim):
+    for _ in range(3):
+        bad = sim.step(5)
+        assert bad.dtype == torch.int64 and bad.tolist() == []
+
+
+@pytest.mark.parametrize("value", [float("inf"), -1.0e5])
+def test_infinite_or_diverged_velocity_reports_only_that_world(sim, value):
+    sim.step(1)
+    sim.bind("qvel")[2, 6] = value  # the slider: inf is caught before the step, 1e5 > divergence_threshold after
+    assert sim.step(1).tolist() == [2]
+    sim.reset(torch.tensor([2]))
+    assert sim.step(1).tolist() == []
+
+
+def test_reset_writes_float32_states_into_the_given_worlds_only(sim):
+    before = sim.bind("qpos").clone()
+    qpos = before[[0, 2]].float()
+    qpos[:, 7] = torch.tensor([0.25, -0.5])
+    sim.reset(torch.tensor([0, 2], dtype=torch.int32), qpos=qpos)
+    x = sim.bind("qpos")[:, 7]
+    assert x.tolist() == [0.25, before[1, 7].item(), -0.5]
+    assert sim.bind("qvel")[[0, 2]].abs().max() == 0.0
+
+
 def test_unknown_backend_is_a_clear_error():
     with pytest.raises(ValueError, match="valid choices: cpu, warp"):
         make_sim(mujoco.MjModel.from_xml_string(XML), SimConfig(backend="bullet"))
