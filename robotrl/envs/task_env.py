@@ -312,16 +312,12 @@ class TaskEnv(VecEnv):
         return cached_embeddings(encoder, self.instructions).to(self.device)
 
     def _finish_episodes(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
-        stats = {
-            "return": self.episode_return[ids],
-            "length": self.episode_step[ids].float(),
-            "success": self.task.success()[ids].float(),
-        }
-        for name, value in self.task.episode_metrics().items():
-            stats[name] = value[ids].float()
-        for name, row in zip(self._term_names, self._episode_terms[:, ids].unbind(0), strict=True):
-            stats[f"reward/{name}"] = row
-        return stats
+        rows = {"return": self.episode_return, "length": self.episode_step.float(),
+                "success": self.task.success().float(),
+                **{name: value.float() for name, value in self.task.episode_metrics().items()}}
+        names = [*rows, *(f"reward/{name}" for name in self._term_names)]
+        table = torch.cat([torch.stack(list(rows.values())), self._episode_terms])[:, ids]  # one gather for all
+        return dict(zip(names, table.unbind(0), strict=True))
 
     def _reset_ids(self, ids: torch.Tensor) -> None:
         fixed = self.physics is not None and self.cfg.dynamics_mode == "nominal"

@@ -89,12 +89,15 @@ class HumanoidTask(Task):
         self.command = torch.zeros(n, 2, device=dev)
         self.strength = torch.ones(n, self.action_dim, device=dev)
         self.last_action = torch.zeros(n, self.action_dim, device=dev)
-        self.action = torch.zeros(n, self.action_dim, device=dev)
-        self.prev_action = torch.zeros(n, self.action_dim, device=dev)
+        # this and the previous step's actions: two rows of one buffer that swap roles each step
+        self._action_pair = torch.zeros(2, n, self.action_dim, device=dev)
+        self.action, self.prev_action = self._action_pair.unbind(0)
         self.steps = torch.zeros(n, dtype=torch.long, device=dev)
         self._fwd_sum = torch.zeros(n, device=dev)
-        self.friction_scale = torch.ones(n, device=dev)
-        self.mass_scale = torch.ones(n, device=dev)
+        # the critic's privileged inputs (friction scale, mass scale, mean motor strength), kept up to date
+        # by ``randomize`` and ``apply_scenario``; its first two columns are ``friction_scale`` and ``mass_scale``
+        self._privileged = torch.ones(n, 3, device=dev)
+        self.friction_scale, self.mass_scale = self._privileged[:, 0], self._privileged[:, 1]
         self.push = torch.full((n, 2), float("nan"), device=dev)  # scenario push (vx, vy) per world; NaN: random
         self._base_friction = torch.as_tensor(model.geom_friction.copy(), device=dev)
         self._base_mass = torch.as_tensor(model.body_mass.copy(), device=dev)
@@ -102,6 +105,9 @@ class HumanoidTask(Task):
         self.step_dt = model.opt.timestep * self.cfg.frame_skip
         self._resample_every = max(1, round(self.cfg.command_resample_s / self.step_dt))
         self._push_every = round(self.cfg.push_interval_s / self.step_dt) if self.cfg.push_interval_s > 0 else 0
+        # periods in control steps of the clocked events (command resample, then pushes if enabled): (E, 1)
+        periods = [self._resample_every] + ([self._push_every] if self._push_every else [])
+        self._event_periods = torch.tensor(periods, device=dev).unsqueeze(1)
 
     def _bind_signal_views(self, model: mujoco.MjModel) -> None:
         """Views of the bound state that the per-step signals read, and their scratch buffers.
@@ -111,7 +117,7 @@ class HumanoidTask(Task):
         """
         n, dev, q, v = self.num_envs, self.device, self.qpos, self.qvel
         self._torso_z, self._torso_z_col, self._joint_pos = q[:, 2], q[:, 2:3], q[:, 7:]
-        self._qpos0_joints = self.qpos0[7:]
+        self._qpos0_root, self._qpos0_joints = self.qpos0[:7], self.qpos0[7:]
         self._ang_vel, self._joint_vel = v[:, 3:6], v[:, 6:]
         self._cmd_vx, self._cmd_yaw = self.command[:, 0], self.command[:, 1]
         self._push_x = self.push[:, 0]
@@ -134,13 +140,12 @@ class HumanoidTask(Task):
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Standing pose plus small noise; a fresh velocity command."""
         k, noise = ids.numel(), self.cfg.init_noise
-        qpos = self.qpos0.expand(k, -1).clone()
-        qpos[:, 7:] += uniform(-noise, noise, (k, qpos.shape[1] - 7), gen, self.device).to(qpos.dtype)
+        joint_noise = uniform(-noise, noise, (k, self._qpos0_joints.numel()), gen, self.device)
+        qpos = torch.cat([self._qpos0_root.expand(k, -1), self._qpos0_joints + joint_noise], dim=1)
         qvel = uniform(-noise, noise, (k, self.qvel.shape[1]), gen, self.device)
         self.sim.reset(ids, qpos, qvel)
         self.steps.index_fill_(0, ids, 0)
-        self.action.index_fill_(0, ids, 0.0)
-        self.prev_action.index_fill_(0, ids, 0.0)
+        self._action_pair.index_fill_(1, ids, 0.0)
         self._fwd_sum.index_fill_(0, ids, 0.0)
         self.push.index_fill_(0, ids, float("nan"))
         self._resample(ids, gen)
@@ -192,6 +197,7 @@ class HumanoidTask(Task):
         self.friction_scale[ids] = sample_range(c.friction_range, (k,), gen, self.device)
         self.mass_scale[ids] = sample_range(c.mass_range, (k,), gen, self.device)
         self.strength[ids] = sample_range(c.strength_range, (k, self.action_dim), gen, self.device)
+        self._privileged[ids, 2] = self.strength[ids].mean(1)
         friction = self._base_friction.expand(k, -1, -1).clone()
         friction[..., 0] *= self.friction_scale[ids, None].to(friction.dtype)
         self.sim.set_model_field("geom_friction", ids, friction)
@@ -200,28 +206,32 @@ class HumanoidTask(Task):
 
     def apply_action(self, action: torch.Tensor) -> None:
         """Motor controls = action * ctrl limit * per-world strength."""
-        self.prev_action.copy_(self.action)
+        self.action, self.prev_action = self.prev_action, self.action
         self.action.copy_(action)
         torch.mul(action * self.ctrl_high, self.strength, out=self.ctrl)
 
     def update(self, gen: torch.Generator) -> None:
         """Advance clocks; resample due commands and apply due pushes, drawing from ``gen``."""
         self.steps += 1
-        due = self.steps % self._resample_every == 0
-        if due.any():  # rare: one cheap check instead of nonzero() every step
-            self._resample(due.nonzero().squeeze(1), gen)
-        if self._push_every:
-            due = self.steps % self._push_every == 0
-            if not self.cfg.randomize:
-                due &= self._push_x == self._push_x  # only scenario pushes (not NaN) apply without randomization
-            if due.any():
-                pushed = due.nonzero().squeeze(1)
-                kick = uniform(-self.cfg.push_vel, self.cfg.push_vel, (pushed.numel(), 2), gen, self.device)
-                fixed = self.push[pushed]
-                kick = torch.where(torch.isnan(fixed), kick, fixed)
-                self.qvel[pushed, :2] += kick.to(self.qvel.dtype)
+        due = self.steps % self._event_periods == 0  # (E, N): one check for every clocked event
+        if due.any():  # rare: a common step pays for no nonzero()
+            if due[0].any():
+                self._resample(due[0].nonzero().squeeze(1), gen)
+            if self._push_every:
+                self._push(due[1], gen)
         self._state = self._base_state()
         self._fwd_sum += self._state[0][:, 0]
+
+    def _push(self, due: torch.Tensor, gen: torch.Generator) -> None:
+        """Velocity kicks for the ``due`` ``(N,)`` worlds: random, or the world's scenario push."""
+        if not self.cfg.randomize:
+            due = due & (self._push_x == self._push_x)  # only scenario pushes (not NaN) apply without randomization
+        if due.any():
+            pushed = due.nonzero().squeeze(1)
+            kick = uniform(-self.cfg.push_vel, self.cfg.push_vel, (pushed.numel(), 2), gen, self.device)
+            fixed = self.push[pushed]
+            kick = torch.where(torch.isnan(fixed), kick, fixed)
+            self.qvel[pushed, :2] += kick.to(self.qvel.dtype)
 
     def _signals(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``_base_state()`` of the current state (cached until the next physics step or reset)."""
@@ -251,7 +261,6 @@ class HumanoidTask(Task):
 
     def observe(self) -> dict[str, torch.Tensor]:
         """Proprioception + command; the critic also sees friction, mass and strength."""
-        privileged = torch.stack([self.friction_scale, self.mass_scale, self.strength.mean(1)], dim=1)
         if self.cfg.gym_obs:
             policy = self._gym_observation()
         else:
@@ -269,7 +278,7 @@ class HumanoidTask(Task):
                 ],
                 dim=1,
             ).float()
-        return {"policy": policy, "critic": torch.cat([policy, privileged], dim=1)}
+        return {"policy": policy, "critic": torch.cat([policy, self._privileged], dim=1)}
 
     def _gym_observation(self) -> torch.Tensor:
         """Gymnasium Humanoid-v5's 348-d observation (world body excluded)."""
@@ -282,13 +291,14 @@ class HumanoidTask(Task):
         lin_err = (vx - self._cmd_vx).square() + vy.square()
         yaw_err = (ang_vel[:, 2] - self._cmd_yaw).square()
         track_lin_vel, track_yaw = torch.exp(-torch.stack([lin_err, yaw_err]) / self.cfg.tracking_sigma).unbind(0)
+        ctrl, action_rate = (-torch.stack([action, self.action - self.prev_action]).square().sum(2)).unbind(0)
         return {
             "track_lin_vel": track_lin_vel,
             "track_yaw": track_yaw,
             "alive": self._alive,
             "upright": -1.0 - gravity[:, 2],  # -(1 + g_z)
-            "ctrl": -action.square().sum(1),
-            "action_rate": -(self.action - self.prev_action).square().sum(1),
+            "ctrl": ctrl,
+            "action_rate": action_rate,
             "vertical_vel": -vz.square(),
         }
 
