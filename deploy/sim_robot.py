@@ -16,6 +16,18 @@ on their profile topics (tool_use: ``object_pose``, and latched ``goal_pose`` an
 commands the robot profile's output adapter sends (``forward_command`` or ``joint_trajectory``), mapped
 by joint name: ``action = (command - offset) / scale`` of the task's action spec.
 
+``physics:=<yaml>`` perturbs the robot's physics (mass, damping, armature, friction loss, friction,
+actuator gain and bias multipliers, control delay: ``robotrl.twin.physics``), the same file
+``robotrl twin calibrate`` writes, so a sim robot can stand in for a real one whose parameters are
+unknown, or replay the calibrated twin. It is compiled into the model as ``task.dynamics`` with
+``dynamics_mode=nominal``; a policy spec's own ``dynamics`` is not used (the robot is nominal
+unless ``physics:=`` says otherwise).
+
+``engine:=pybullet`` runs the same robot in PyBullet behind the same topics: the task's MuJoCo
+model rebuilt body by body (``robotrl.twin.bullet``; ``humanoid`` and ``tool_use``), PyBullet
+stepping the physics and the MuJoCo world mirroring its state for the task's observations,
+rewards and episode ends. ``physics:=`` applies there too.
+
 ``lockstep:=true`` (default) steps the world once per command received and republishes
 the state every period while no command comes, so a policy node's rollout is step-for-step
 the in-process one. ``lockstep:=false`` steps on absolute deadlines at ``rate_factor``
@@ -25,7 +37,8 @@ robotrl's sim; the policy node does not.
 Parameters: ``task``, ``policy`` (spec JSON; its task config is used), ``robot`` (profile
 name or YAML), ``domain_id``, ``localhost_only``, ``transport``, ``lockstep``,
 ``rate_factor``, ``randomize``, ``seed``, ``episode_length_s``, ``episodes`` (stop after
-this many; 0 = never), ``duration_s``, ``publish_command``, ``log_level``, ``use_sim_time``.
+this many; 0 = never), ``duration_s``, ``publish_command``, ``log_level``, ``use_sim_time``,
+``physics`` (YAML; empty: nominal), ``engine`` (``mujoco`` or ``pybullet``).
 """
 
 from __future__ import annotations
@@ -54,7 +67,7 @@ DEFAULTS: dict[str, Any] = {
     "task": "humanoid", "policy": "", "robot": "humanoid_sim", "domain_id": None, "localhost_only": False,
     "transport": "auto", "lockstep": True, "rate_factor": 1.0, "randomize": False, "seed": 0,
     "episode_length_s": None, "episodes": 0, "duration_s": 0.0, "publish_command": True, "log_level": "INFO",
-    "use_sim_time": False,
+    "use_sim_time": False, "physics": "", "engine": "mujoco",
 }
 # Robot state as a driver publishes it: RELIABLE (so default-QoS ROS subscribers, which are RELIABLE,
 # receive it; BEST_EFFORT readers match it too), KEEP_LAST 1.
@@ -80,10 +93,18 @@ class SimRobot:
                 task = json.load(f)["task"]
             name, values = task["name"], dict(task["config"])
         values["randomize"] = bool(params["randomize"])
+        values["dynamics"], values["dynamics_mode"] = str(params["physics"] or ""), "nominal"
         if params["episode_length_s"]:
             values["episode_length_s"] = float(params["episode_length_s"])
         self.env = TaskEnv(config_class(name)(**values), SimConfig(num_envs=1), seed=int(params["seed"]))
+        if params["engine"] == "pybullet":
+            from robotrl.twin.bullet import use_pybullet
+
+            use_pybullet(self.env)
+        elif params["engine"] != "mujoco":
+            raise ValueError(f"engine:={params['engine']!r}; valid: mujoco, pybullet.")
         self.env.reset()  # as an in-process rollout does: same seed, same first episode
+        log.info("sim robot: task %s, engine %s, physics %s", name, params["engine"], self.env.physics or "nominal")
         self.task, self.torch = self.env.task, torch
         model = self.env.sim.model
         self.joints = self.task.joint_names

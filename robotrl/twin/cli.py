@@ -1,8 +1,9 @@
 """``robotrl twin <report|calibrate|mine|triage>``: key=value arguments.
 
-robotrl twin report bags=<dir> task=humanoid [robot=<profile>] [physics=<yaml>] [out=twin_report]
-open-loop replay of every bag under the nominal (and, if given, the calibrated) physics;
-writes report.json and overlay PNGs.
+robotrl twin report bags=<dir> task=humanoid [robot=<profile>] [physics=<yaml>] [engines=mujoco,pybullet]
+[out=twin_report]
+open-loop replay of every bag under the nominal (and, if given, the calibrated) physics, in each engine
+(pybullet: the same model rebuilt in PyBullet, for a sim-to-sim check); writes report.json and overlay PNGs.
 robotrl twin calibrate bags=<dir> task=humanoid [robot=<profile>] [params=body_mass,dof_damping,actuator_gain]
 [delays=0,1,2] [out=twin_calibration]
 mujoco.sysid fit; writes <out>/physics.yaml and sysid's results (confidence intervals).
@@ -58,9 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         candidates = {"nominal": Physics()}
         if args.get("physics"):
             candidates["calibrated"] = load_physics(args["physics"])
+        engines = args.get("engines", "mujoco").split(",")
         rolls = {}
-        for name, phys in candidates.items():
-            rolls[name] = Twin(task, episodes, [phys]).open_loop()
+        for engine in engines:
+            for name, phys in candidates.items():
+                key = name if engine == "mujoco" else f"{name}_{engine}"
+                rolls[key] = Twin(task, episodes, [phys], engine=engine).open_loop()
         report, pngs = write_report(args.get("out", "twin_report"), episodes, rolls)
         log.info("wrote %s and %d overlays", report, len(pngs))
         return 0

@@ -104,11 +104,14 @@ class Twin:
         overrides: task config fields (e.g. from the policy's spec).
         seed: twin task seed (reset state of unobserved DoFs).
         nthread: BatchSim threads (0: all cores).
+        engine: ``mujoco``, or ``pybullet`` for a sim-to-sim check: the same worlds rebuilt in PyBullet
+            (``robotrl.twin.bullet``), which steps the physics while MuJoCo mirrors its state.
 
     """
 
     def __init__(self, task: str, episodes: list[Episode], candidates: list[Physics] | None = None,
-                 overrides: dict[str, Any] | None = None, seed: int = 0, nthread: int = 0) -> None:
+                 overrides: dict[str, Any] | None = None, seed: int = 0, nthread: int = 0,
+                 engine: str = "mujoco") -> None:
         import mujoco
 
         if not episodes:
@@ -139,6 +142,12 @@ class Twin:
         self._source_scenes(task, overrides)
         if any(not p.is_nominal() for p in self.candidates):
             apply_physics(self.sim, list(range(self.W)), [self.candidates[c] for c in self.candidate_of])
+        if engine == "pybullet":
+            from robotrl.twin.bullet import use_pybullet
+
+            self.sim = use_pybullet(self.env)
+        elif engine != "mujoco":
+            raise ValueError(f"engine={engine!r}; valid: mujoco, pybullet.")
         self.dt = float(self.env.step_dt)
         rec_dt = episodes[0].dt
         if rec_dt and abs(rec_dt - self.dt) > 1e-6:
