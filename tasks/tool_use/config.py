@@ -8,10 +8,11 @@ from robotrl.tasks.base import TaskConfig
 
 
 def _default_scales() -> dict[str, float]:
-    """DexPBT-style weights (METHODS.md, SimToolReal); ``grasp`` is robotrl's shaping term, off here."""
+    """DexPBT-style weights (METHODS.md, SimToolReal); ``grasp`` and ``held_lift`` are robotrl's shaping, off here."""
     return {
         "fingertip_approach": 50.0,
         "grasp": 0.0,
+        "held_lift": 0.0,
         "lift": 20.0,
         "lift_bonus": 300.0,
         "keypoint_progress": 200.0,

@@ -8,7 +8,9 @@ goal is drawn, up to ``max_goals`` per episode.
 Reward terms (unscaled; weights in ``reward_scales``, DexPBT-style):
 ``fingertip_approach`` improvement of each fingertip's closest distance to the tool box,
 until lifted; ``grasp`` 1 per step while the thumb opposes a finger across the tool, until lifted;
-``lift`` tool height above rest (clipped at ``lift_height``), until lifted;
+``lift`` tool height above rest (clipped at ``lift_height``), until lifted; ``held_lift`` the same
+height paid only while the fingertips hold the tool (mean distance < ``lift_hand_dist``), so tilting or
+knocking a tool up earns nothing;
 ``lift_bonus`` 1 on the step the tool first rises ``lift_height`` with the hand around it;
 ``keypoint_progress`` improvement of the best-so-far max keypoint distance to the goal, after the lift;
 ``goal_bonus`` 1 on each goal reached; ``joint_vel`` ``-sum(qvel^2)`` of the robot.
@@ -64,6 +66,7 @@ class StepMeasures:
         grasp: ``(N,)`` 1 where the thumb opposes a finger across the tool (``rewards.grasp``), 0 once lifted.
         tip_gain: ``(N,)`` summed improvement of each fingertip's closest distance to the tool box
             (m); 0 once the tool is lifted.
+        held: ``(N,)`` bool, mean fingertip distance to the tool box below ``lift_hand_dist``.
         height: ``(N,)`` tool height above its resting height (m).
         newly_lifted: ``(N,)`` bool, the tool first counted as lifted in this step.
         keypoint_gain: ``(N,)`` improvement of the best-so-far max keypoint distance to the goal (m);
@@ -74,6 +77,7 @@ class StepMeasures:
 
     tip_gain: torch.Tensor
     grasp: torch.Tensor
+    held: torch.Tensor
     height: torch.Tensor
     newly_lifted: torch.Tensor
     keypoint_gain: torch.Tensor
@@ -83,8 +87,8 @@ class StepMeasures:
     def zeros(cls, n: int, device: torch.device) -> StepMeasures:
         """Measures of a step in which nothing happened (before the first ``update``)."""
         f, b = torch.zeros(n, device=device), torch.zeros(n, dtype=torch.bool, device=device)
-        return cls(tip_gain=f, grasp=f.clone(), height=f.clone(), newly_lifted=b, keypoint_gain=f.clone(),
-                   goal_reached=b.clone())
+        return cls(tip_gain=f, grasp=f.clone(), held=b.clone(), height=f.clone(), newly_lifted=b,
+                   keypoint_gain=f.clone(), goal_reached=b.clone())
 
 
 def _look_at(pos: list[float], target: list[float]) -> list[float]:
@@ -426,8 +430,9 @@ class ToolUseTask(Task):
         self.dropped = self.lifted & (height < c.drop_height)
         pos = self._tool_pose()[:, :3]
         self.fell = (pos[:, 2] < -0.05) | ((pos[:, :2] - self.spawn_pos[:, :2]).norm(dim=1) > 0.6)
-        self.step_measures = StepMeasures(tip_gain=tip_gain, grasp=grasp, height=height, newly_lifted=newly_lifted,
-                                          keypoint_gain=keypoint_gain, goal_reached=goal_reached)
+        self.step_measures = StepMeasures(tip_gain=tip_gain, grasp=grasp, held=held, height=height,
+                                          newly_lifted=newly_lifted, keypoint_gain=keypoint_gain,
+                                          goal_reached=goal_reached)
         self._kick(gen)
         self._push_pose(gen)
         self._advance_obs = True
@@ -530,6 +535,7 @@ class ToolUseTask(Task):
             "fingertip_approach": m.tip_gain,
             "grasp": m.grasp,
             "lift": R.lift(m.height, self.lifted & ~m.newly_lifted, c.lift_height),
+            "held_lift": R.lift(m.height, self.lifted & ~m.newly_lifted, c.lift_height) * m.held.float(),
             "lift_bonus": m.newly_lifted.float(),
             "keypoint_progress": m.keypoint_gain,
             "goal_bonus": m.goal_reached.float(),

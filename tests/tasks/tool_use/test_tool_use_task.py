@@ -76,8 +76,8 @@ def test_goal_reached_pays_bonus_and_draws_new_goal():
     assert (info["reward_terms"]["goal_bonus"] == 0).all()  # no repeated bonus for the old goal
 
 
-def _tool_in_the_air(lift_hand_dist):
-    env = make(n=4, randomize=False, curriculum=False, lift_hand_dist=lift_hand_dist)
+def _tool_in_the_air(lift_hand_dist, **kw):
+    env = make(n=4, randomize=False, curriculum=False, lift_hand_dist=lift_hand_dist, **kw)
     task, sim = env.task, env.task.sim
     env.reset()
     qpos = task.qpos.clone()
@@ -87,10 +87,21 @@ def _tool_in_the_air(lift_hand_dist):
     return env, task
 
 
-def test_tool_knocked_into_the_air_is_not_lifted():
-    env, task = _tool_in_the_air(lift_hand_dist=0.05)  # default: the hand must be around the tool
+def test_tool_knocked_into_the_air_is_not_lifted_and_earns_no_held_lift():
+    scales = {**ToolUseConfig().reward_scales, "lift": 1.0, "held_lift": 1.0}
+    env, task = _tool_in_the_air(lift_hand_dist=0.05, reward_scales=scales)  # the hand must be around the tool
     _, _, _, _, info = env.step(hold_action(task))
     assert (info["reward_terms"]["lift_bonus"] == 0).all() and not task.lifted.any()
+    assert (info["reward_terms"]["lift"] > 0.1).all()  # the plain DexPBT term pays any height
+    assert (info["reward_terms"]["held_lift"] == 0).all()
+
+
+def test_held_lift_pays_the_height_of_a_held_tool():
+    scales = {**ToolUseConfig().reward_scales, "lift": 1.0, "held_lift": 1.0}
+    env, task = _tool_in_the_air(lift_hand_dist=10.0, reward_scales=scales)  # any fingertip distance holds
+    _, _, _, _, info = env.step(hold_action(task))
+    assert torch.allclose(info["reward_terms"]["held_lift"], info["reward_terms"]["lift"])
+    assert torch.allclose(info["reward_terms"]["held_lift"], torch.full((4,), 0.15))
 
 
 def test_lift_bonus_then_drop_terminates():
