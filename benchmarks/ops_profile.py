@@ -38,6 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import RESULTS_DIR, compose_train, load_avg, table  # noqa: E402
+from throughput import gym_matched_overrides  # noqa: E402
 
 from robotrl.envs.task_env import TaskEnv  # noqa: E402
 
@@ -122,17 +123,23 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--steps", type=int, default=200, help="env steps counted per env")
     parser.add_argument("--label", default="after", help="key infix, e.g. before or after a change")
+    parser.add_argument("--gym-healthy-z", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
+                        help="fall heights of the gym-matched env (default throughput.py's, gymnasium's 1.0 2.0; "
+                             "0.8 2.1 is the task default that ops_before_* was measured with)")
     parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
     args = parser.parse_args()
-    overrides = ["task=humanoid", f"sim.num_envs={args.num_envs}", f"sim.nthread={args.threads}"]
-    cfg, _, _ = compose_train(overrides)
-    gym_cfg, _, _ = compose_train([*overrides, "task.gym_model=true", "task.gym_obs=true", "task.randomize=false",
-                                   "task.obs_noise_std=0", "task.action_delay_max=0"])
+    cfg, _, _ = compose_train(["task=humanoid", f"sim.num_envs={args.num_envs}", f"sim.nthread={args.threads}"])
+    gym = gym_matched_overrides(args.num_envs, args.threads)
+    if args.gym_healthy_z:
+        gym = [o for o in gym if not o.startswith("task.healthy_z=")]
+        gym.append(f"task.healthy_z=[{args.gym_healthy_z[0]},{args.gym_healthy_z[1]}]")
+    gym_cfg, _, _ = compose_train(gym)
     fig: dict[str, Any] = {f"ops_{args.label}_num_envs": args.num_envs, f"ops_{args.label}_steps": args.steps,
                            **{f"ops_{args.label}_{k}": v for k, v in load_avg("at_start").items()},
                            f"ops_{args.label}_date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                                timespec="seconds"),
-                           f"ops_{args.label}_torch_version": torch.__version__}
+                           f"ops_{args.label}_torch_version": torch.__version__,
+                           f"ops_{args.label}_gym_matched_overrides": " ".join(gym)}
     for name, c in (("gym_matched", gym_cfg), ("composed", cfg)):
         print(f"{name} ...", flush=True)
         for key, value in profile_env(c, args.steps).items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from robotrl.tasks.base import TaskConfig
+from robotrl.tasks.humanoid.constants import HEALTHY_Z
 
 
 def _default_scales() -> dict[str, float]:
@@ -36,6 +37,8 @@ class HumanoidConfig(TaskConfig):
         push_interval_s: seconds between random pushes (0 disables).
         push_vel: max horizontal velocity kick of a push, m/s.
         init_noise: half-width of the uniform noise on initial joint positions and velocities.
+        healthy_z: ``[low, high]`` torso heights in m; outside is a fall that ends the episode.
+            Gymnasium's Humanoid-v5 uses ``[1.0, 2.0]`` (the benchmarks' gym-matched setting).
         gym_model: keep gymnasium's own solver options (PGS, RK4) instead of Newton +
             implicit-fast. For like-for-like benchmarks against gymnasium/EnvPool; CPU only
             (MuJoCo Warp has no PGS).
@@ -60,6 +63,7 @@ class HumanoidConfig(TaskConfig):
     push_interval_s: float = 4.0
     push_vel: float = 0.5
     init_noise: float = 0.01
+    healthy_z: list[float] = field(default_factory=lambda: list(HEALTHY_Z))
     gym_model: bool = False
     gym_obs: bool = False
 

@@ -3,7 +3,7 @@
 Reward terms (named, scaled by ``reward_scales``):
 ``track_lin_vel`` exp(-|v_xy - cmd|^2 / sigma), ``track_yaw`` exp(-(w_z - cmd)^2 / sigma),
 ``alive`` 1 per step, ``upright`` -(1 - g_z) tilt, ``ctrl`` -|a|^2, ``action_rate`` -|a - a_prev|^2,
-``vertical_vel`` -v_z^2. A torso height outside ``HEALTHY_Z`` is a fall and ends the episode.
+``vertical_vel`` -v_z^2. A torso height outside ``cfg.healthy_z`` is a fall and ends the episode.
 """
 
 from __future__ import annotations
@@ -117,6 +117,11 @@ class HumanoidTask(Task):
         """
         n, dev, q, v = self.num_envs, self.device, self.qpos, self.qvel
         self._torso_z, self._torso_z_col, self._joint_pos = q[:, 2], q[:, 2:3], q[:, 7:]
+        healthy = [float(h) for h in self.cfg.healthy_z]
+        if len(healthy) != 2 or not healthy[0] < healthy[1]:
+            raise ValueError(f"task.healthy_z must be [low, high] torso heights in m with low < high, got "
+                             f"{list(self.cfg.healthy_z)}.")
+        self._healthy_z = (healthy[0], healthy[1])
         self._qpos0_root, self._qpos0_joints = self.qpos0[:7], self.qpos0[7:]
         self._ang_vel, self._joint_vel = v[:, 3:6], v[:, 6:]
         self._cmd_vx, self._cmd_yaw = self.command[:, 0], self.command[:, 1]
@@ -139,6 +144,7 @@ class HumanoidTask(Task):
     # --- lifecycle -------------------------------------------------------------------
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Standing pose plus small noise; a fresh velocity command."""
+        ids = ids.long()  # index_fill_/index_copy_ take int64 ids (a no-op for the env's own)
         k, noise = ids.numel(), self.cfg.init_noise
         joint_noise = uniform(-noise, noise, (k, self._qpos0_joints.numel()), gen, self.device)
         qpos = torch.cat([self._qpos0_root.expand(k, -1), self._qpos0_joints + joint_noise], dim=1)
@@ -243,8 +249,8 @@ class HumanoidTask(Task):
         k = ids.numel()
         vx = sample_range(self.cfg.cmd_vx, (k,), gen, self.device)
         yaw = sample_range(self.cfg.cmd_yaw, (k,), gen, self.device)
-        stand = torch.rand(k, generator=gen, device=self.device) < self.cfg.standing_prob
-        self.command[ids] = torch.stack([vx, yaw], dim=1) * (~stand).unsqueeze(1)
+        walk = torch.rand(k, generator=gen, device=self.device) >= self.cfg.standing_prob  # else stand still
+        self.command.index_copy_(0, ids, torch.stack([vx, yaw], dim=1) * walk.unsqueeze(1))
 
     # --- signals ---------------------------------------------------------------------
     def _base_state(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -290,7 +296,7 @@ class HumanoidTask(Task):
         vx, vy, vz = lin_vel.unbind(1)
         lin_err = (vx - self._cmd_vx).square() + vy.square()
         yaw_err = (ang_vel[:, 2] - self._cmd_yaw).square()
-        track_lin_vel, track_yaw = torch.exp(-torch.stack([lin_err, yaw_err]) / self.cfg.tracking_sigma).unbind(0)
+        track_lin_vel, track_yaw = torch.exp(torch.stack([lin_err, yaw_err]) / -self.cfg.tracking_sigma).unbind(0)
         ctrl, action_rate = (-torch.stack([action, self.action - self.prev_action]).square().sum(2)).unbind(0)
         return {
             "track_lin_vel": track_lin_vel,
@@ -305,7 +311,7 @@ class HumanoidTask(Task):
     def terminated(self) -> torch.Tensor:
         """Fall: torso height outside the healthy range."""
         z = self._torso_z
-        return (z < C.HEALTHY_Z[0]) | (z > C.HEALTHY_Z[1])
+        return (z < self._healthy_z[0]) | (z > self._healthy_z[1])
 
     def success(self) -> torch.Tensor:
         """Still standing and tracking forward speed within 0.3 m/s."""

@@ -50,6 +50,17 @@ def test_fall_terminates_and_is_not_a_time_out():
     assert info["episode"]["length"].tolist() == [1.0]
 
 
+def test_healthy_z_sets_the_fall_heights():
+    wide, gym = make(num_envs=2), make(num_envs=2, healthy_z=[1.0, 2.0])  # default [0.8, 2.1]; gymnasium's
+    for env in (wide, gym):
+        env.reset()
+        env.sim.bind("qpos")[1, 2] = 0.9  # torso lower than gymnasium's healthy range allows
+        _, _, term, _, _ = env.step(torch.zeros(2, env.num_actions))
+        assert term.tolist() == [False, env is gym]
+    with pytest.raises(ValueError, match="healthy_z"):
+        make(healthy_z=[2.0, 1.0])
+
+
 def test_nan_world_is_reset_and_counted_while_others_continue():
     ref, env = make(), make()
     ref.reset(), env.reset()
