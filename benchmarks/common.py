@@ -130,7 +130,8 @@ def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
     ``VecNormalize`` (the returned venv) when ``cfg.policy.normalize_obs`` is set, as robotrl's
     running normalization does, and rewards when ``cfg.algo.normalize_rewards`` is; SB3's
     orthogonal initialization is on exactly when ``cfg.policy.init`` is ``orthogonal``.
-    What cannot be matched is listed in ``SB3_DIFFERENCES``.
+    What cannot be matched is listed in ``SB3_DIFFERENCES``; SB3 has no Beta policy, so a config
+    with ``policy.distribution=beta`` (driving's) gets SB3's Gaussian (see ``sb3_distribution``).
     The caller sets torch's thread count.
     """
     from stable_baselines3 import PPO
@@ -139,7 +140,7 @@ def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
     from robotrl.policies.mlp import ACTIVATIONS
 
     algo, pol = cfg.algo, cfg.policy
-    if pol.distribution != "gaussian":
+    if pol.distribution not in ("gaussian", "beta"):
         raise ValueError(f"SB3 PPO has no {pol.distribution!r} distribution; compose policy.distribution=gaussian")
     rollout = algo.num_steps * cfg.sim.num_envs
     if rollout % venv.num_envs:
@@ -157,6 +158,13 @@ def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
                        "ortho_init": pol.init == "orthogonal"},
     )
     return model, venv
+
+
+def sb3_distribution(cfg: Any) -> str:
+    """What SB3's policy distribution is for ``cfg``, in words, for the results JSON."""
+    if cfg.policy.distribution == "beta":
+        return "gaussian (SB3 has no Beta policy; robotrl's learner uses the config's beta, clipped-Gaussian in SB3)"
+    return cfg.policy.distribution
 
 
 def sb3_budget(seconds: float) -> Any:

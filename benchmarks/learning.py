@@ -1,6 +1,7 @@
 """Learning: robotrl PPO against SB3 PPO on one composed config, same worlds, same wall-clock budget.
 
-    python benchmarks/learning.py                      # 2 x 300 s of training + 4 evaluations, ~12 min
+    python benchmarks/learning.py                      # humanoid: 2 x 300 s of training + 4 evaluations, ~12 min
+    python benchmarks/learning.py --task humanoid --task tool_use --task driving   # ~36 min
     python benchmarks/learning.py --budget 600 --num-envs 64
     python benchmarks/learning.py --quick              # smoke run (a few seconds each, temp dir)
 
@@ -18,9 +19,12 @@ actions, ``--episodes`` worlds of the same task config on a held-aside env seed,
 each world's *first* episode counted (counting every finished episode would over-weight
 short ones). The *gain* is final minus untrained return.
 
-Results: ``learning.json`` (flat figures, the config hash both used, machine, date, load),
-``learning_curves.png`` and ``learning_curves.csv`` (training return, the mean of the last
-100 finished episodes, against wall-clock and env steps) in ``benchmarks/results/``.
+Each task is its own comparison (its own composed config, both learners, one after the other).
+Results: ``learning.json`` (flat figures prefixed ``<task>_``, the config hash both used,
+machine, date, load; a task's keys replace that task's earlier keys and leave the other
+tasks' figures), ``learning_curves_<task>.png`` and ``learning_curves_<task>.csv`` (training
+return, the mean of the last 100 finished episodes, against wall-clock and env steps) in
+``benchmarks/results/``.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from common import (  # noqa: E402
     load_avg,
     save,
     sb3_budget,
+    sb3_distribution,
     sb3_ppo,
     table,
     task_hash,
@@ -122,13 +127,13 @@ def train_sb3(cfg: Any, episodes: int) -> tuple[dict[str, float], Curve]:
     return summary(untrained, final, budget.trained_steps, wall), budget.curve
 
 
-def write_curves(curves: dict[str, Curve], out_dir: Path, title: str) -> tuple[Path, Path]:
+def write_curves(curves: dict[str, Curve], out_dir: Path, task: str, title: str) -> tuple[Path, Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    csv_path = out_dir / "learning_curves.csv"
+    csv_path = out_dir / f"learning_curves_{task}.csv"
     with open(csv_path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["learner", "wall_s", "env_steps", "train_return_mean_last_100_episodes"])
@@ -147,10 +152,41 @@ def write_curves(curves: dict[str, Curve], out_dir: Path, title: str) -> tuple[P
         ax.legend()
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    png_path = out_dir / "learning_curves.png"
+    png_path = out_dir / f"learning_curves_{task}.png"
     fig.savefig(png_path, dpi=110)
     plt.close(fig)
     return png_path, csv_path
+
+
+def compare(task: str, args: argparse.Namespace, out_dir: Path) -> dict[str, Any]:
+    """Both learners on one composed config of ``task``: figures prefixed ``<task>_``, curves written."""
+    overrides = [f"task={task}", f"sim.num_envs={args.num_envs}", f"sim.nthread={args.threads}",
+                 f"max_time_s={args.budget}", "max_iterations=1000000000", "progress=false", "tensorboard=false",
+                 "save_interval=1000000000", "eval_at_end=false", *args.override]
+    cfg, config_yaml, config_hash = compose_train(overrides)
+    env_hash = task_hash(cfg.task)
+    fig: dict[str, Any] = {
+        "compose_overrides": " ".join(overrides), "config_hash": config_hash, "task_config_hash": env_hash,
+        "seed": cfg.seed, "torch_threads": cfg.torch_threads, "robotrl_policy_distribution": cfg.policy.distribution,
+        "sb3_policy_distribution": sb3_distribution(cfg), **load_avg("at_start"),
+    }
+    curves: dict[str, Curve] = {}
+    for name, train in (("robotrl_ppo", lambda: train_robotrl(cfg, config_yaml, args.episodes)),
+                        ("sb3_ppo_adapter", lambda: train_sb3(cfg, args.episodes))):
+        print(f"{task}: training {name} for {args.budget:g} s ...", flush=True)
+        result, curves[name] = train()
+        fig |= {f"{name}_{k}": v for k, v in result.items()} | load_avg(f"after_{name}")
+    if task_hash(cfg.task) != env_hash:
+        raise RuntimeError("the task config changed during the benchmark; the learners did not see the same env")
+    ours, theirs = fig["robotrl_ppo_return_gain"], fig["sb3_ppo_adapter_return_gain"]
+    fig["ratio_return_gain_robotrl_vs_sb3"] = ours / theirs if theirs > 0 else "undefined: SB3 gain <= 0"
+    fig["ratio_env_steps_robotrl_vs_sb3"] = fig["robotrl_ppo_env_steps_count"] / max(
+        fig["sb3_ppo_adapter_env_steps_count"], 1)
+    png, csv_path = write_curves(curves, out_dir, task, f"{task}, {args.num_envs} worlds, {args.budget:g} s per "
+                                 f"learner, config {config_hash}")
+    print(table([(k, fmt(v)) for k, v in fig.items()], f"{task} learning, {args.budget:g} s per learner"))
+    print(f"curves: {png}, {csv_path}")
+    return {f"{task}_{k}": v for k, v in fig.items()}
 
 
 def main() -> None:
@@ -159,7 +195,7 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=64)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="simulator threads (sim.nthread)")
     parser.add_argument("--episodes", type=int, default=64, help="evaluation worlds, one episode each")
-    parser.add_argument("--task", default="humanoid")
+    parser.add_argument("--task", action="append", default=[], help="task to compare on (repeat; default humanoid)")
     parser.add_argument("--override", action="append", default=[], help="extra Hydra override, for both learners")
     parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 16 worlds, 5 s, 8 episodes, temp dir")
@@ -169,38 +205,24 @@ def main() -> None:
         args.out = args.out or tempfile.mkdtemp(prefix="bench_learning_quick_")
     out_dir = Path(args.out) if args.out else RESULTS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
+    tasks = args.task or ["humanoid"]
+    fig: dict[str, Any] = {"budget_s_per_learner": args.budget, "num_envs": args.num_envs, "sim_threads": args.threads,
+                           "eval_episodes_count": args.episodes, "eval_seed": EVAL_SEED,
+                           "eval_protocol": "deterministic actions, first episode of each world",
+                           "sb3_differences": SB3_DIFFERENCES}
+    for task in tasks:
+        fig |= compare(task, args, out_dir)
+    old = out_dir / "learning.json"
+    if old.exists():  # keep the other tasks' figures; this run's tasks replace their own keys
+        import json
 
-    overrides = [f"task={args.task}", f"sim.num_envs={args.num_envs}", f"sim.nthread={args.threads}",
-                 f"max_time_s={args.budget}", "max_iterations=1000000000", "progress=false", "tensorboard=false",
-                 "save_interval=1000000000", "eval_at_end=false", *args.override]
-    cfg, config_yaml, config_hash = compose_train(overrides)
-    env_hash = task_hash(cfg.task)
-    fig: dict[str, Any] = {
-        "task": args.task, "compose_overrides": " ".join(overrides), "config_hash": config_hash,
-        "task_config_hash": env_hash, "budget_s_per_learner": args.budget, "num_envs": args.num_envs,
-        "sim_threads": args.threads, "torch_threads": cfg.torch_threads, "seed": cfg.seed,
-        "eval_episodes_count": args.episodes, "eval_seed": EVAL_SEED,
-        "eval_protocol": "deterministic actions, first episode of each world", "sb3_differences": SB3_DIFFERENCES,
-        **load_avg("at_start"),
-    }
-    curves: dict[str, Curve] = {}
-    for name, train in (("robotrl_ppo", lambda: train_robotrl(cfg, config_yaml, args.episodes)),
-                        ("sb3_ppo_adapter", lambda: train_sb3(cfg, args.episodes))):
-        print(f"training {name} for {args.budget:g} s ...", flush=True)
-        result, curves[name] = train()
-        fig |= {f"{name}_{k}": v for k, v in result.items()} | load_avg(f"after_{name}")
-    if task_hash(cfg.task) != env_hash:
-        raise RuntimeError("the task config changed during the benchmark; the learners did not see the same env")
+        from robotrl.tasks import available
 
-    ours, theirs = fig["robotrl_ppo_return_gain"], fig["sb3_ppo_adapter_return_gain"]
-    fig["ratio_return_gain_robotrl_vs_sb3"] = ours / theirs if theirs > 0 else "undefined: SB3 gain <= 0"
-    fig["ratio_env_steps_robotrl_vs_sb3"] = fig["robotrl_ppo_env_steps_count"] / max(
-        fig["sb3_ppo_adapter_env_steps_count"], 1)
-    png, csv_path = write_curves(curves, out_dir, f"{args.task}, {args.num_envs} worlds, {args.budget:g} s per "
-                                 f"learner, config {config_hash}")
+        others = [t for t in available() if t not in tasks]
+        kept = {k: v for k, v in json.loads(old.read_text()).items() if k.startswith(tuple(f"{t}_" for t in others))}
+        fig = {**kept, **fig}
     path = save("learning", fig, merge=False, out_dir=out_dir)
-    print(table([(k, fmt(v)) for k, v in fig.items()], f"{args.task} learning, {args.budget:g} s per learner"))
-    print(f"saved {path}, {png}, {csv_path}")
+    print(f"saved {path}")
 
 
 if __name__ == "__main__":
