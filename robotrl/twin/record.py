@@ -166,7 +166,8 @@ def make_task_env(task: str, overrides: dict[str, Any] | None = None, num_envs: 
 
 def record_episode(task: str, out_dir: str | Path, policy: ActionFn, steps: int, *, physics: Physics | None = None,
                    seed: int = 0, profile: Any = None, overrides: dict[str, Any] | None = None,
-                   name: str = "episode_0001", scenario: dict[str, float] | None = None) -> Path:
+                   name: str = "episode_0001", scenario: dict[str, float] | None = None, engine: str = "mujoco"
+                   ) -> Path:
     """Roll out ``policy`` in one world of ``task`` under ``physics`` and write the bag ``out_dir/name``.
 
     Args:
@@ -182,6 +183,8 @@ def record_episode(task: str, out_dir: str | Path, policy: ActionFn, steps: int,
         scenario: the task's scenario parameters for this episode (``apply_scenario`` on the
             world), written into the bag's metadata as ``scenario.<name>`` so the twin can set
             the same scene up (``Twin`` closed loop, ``robotrl twin triage``).
+        engine: ``mujoco``, or ``pybullet``: a "real" robot of another physics engine
+            (``robotrl.twin.bullet``, the same model rebuilt in PyBullet), for sim-to-sim calibration.
 
     Returns:
         The bag directory.
@@ -196,9 +199,15 @@ def record_episode(task: str, out_dir: str | Path, policy: ActionFn, steps: int,
         env.task.apply_scenario(torch.tensor([0]), values, env.gen)
     if not physics.is_nominal():
         apply_physics(env.sim, [0], [physics])
+    if engine == "pybullet":
+        from robotrl.twin.bullet import use_pybullet
+
+        use_pybullet(env)
+    elif engine != "mujoco":
+        raise ValueError(f"engine={engine!r}; valid: mujoco, pybullet.")
     profile = profile if profile is not None else task_profile(env, f"{task}_twin")
     meta = {"robot_profile": profile.name, "task": task, "rate_hz": f"{1.0 / env.step_dt:g}", "seed": str(seed),
-            "policy_sha256": "", "config_hash": "", "code_version": "robotrl.twin.record",
+            "policy_sha256": "", "config_hash": "", "code_version": "robotrl.twin.record", "engine": engine,
             **{f"scenario.{k}": repr(float(v)) for k, v in (scenario or {}).items()}}
     bag = EpisodeBag(Path(out_dir) / name, meta)
     writer = _Writer(env, profile, bag, env.step_dt)

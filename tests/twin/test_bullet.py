@@ -163,3 +163,20 @@ def test_twin_report_cli_adds_the_pybullet_replay(nominal_bag, tmp_path):
     assert max(mujoco_row["q"]["max"]) < 1e-6  # the bag's own engine reproduces it
     assert 1e-6 < max(bullet_row["q"]["max"]) < 1.0  # another engine: close, not exact
     assert bullet_row["divergence_time_s"] <= mujoco_row["divergence_time_s"]
+
+
+def test_bag_recorded_in_pybullet_replays_exactly_in_the_pybullet_twin(humanoid_profile, tmp_path):
+    from robotrl.twin.episode import load_episode
+    from robotrl.twin.record import record_episode
+    from robotrl.twin.replay import Twin
+
+    g = torch.Generator().manual_seed(0)
+    acts = (torch.rand(15, 17, generator=g) * 2 - 1) * 0.5
+    bag = record_episode("humanoid", tmp_path, lambda obs, k: acts[k:k + 1], 12, profile=humanoid_profile,
+                         engine="pybullet")
+    ep = load_episode(bag, humanoid_profile)
+    assert ep.metadata["engine"] == "pybullet"
+    errors = {engine: np.abs(Twin("humanoid", [ep], engine=engine, nthread=1).open_loop().q[0, : ep.num_steps]
+                             - ep.q).max() for engine in ("pybullet", "mujoco")}
+    assert errors["pybullet"] < 1e-9  # the "real" robot's own engine
+    assert errors["mujoco"] > 1e-3  # the MuJoCo twin of a PyBullet robot: a dynamics gap to calibrate
