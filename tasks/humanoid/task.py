@@ -108,6 +108,13 @@ class HumanoidTask(Task):
         # periods in control steps of the clocked events (command resample, then pushes if enabled): (E, 1)
         periods = [self._resample_every] + ([self._push_every] if self._push_every else [])
         self._event_periods = torch.tensor(periods, device=dev).unsqueeze(1)
+        ranges = {"cmd_vx": self.cfg.cmd_vx, "cmd_yaw": self.cfg.cmd_yaw}
+        for name, r in ranges.items():
+            if len(r) != 2 or r[0] > r[1]:
+                raise ValueError(f"task.{name} must be [low, high] with low <= high, got {list(r)}.")
+        # command draws as sample_range makes them: low + (high - low) * u, rows (vx, yaw)
+        self._cmd_low = torch.tensor([float(r[0]) for r in ranges.values()], device=dev).unsqueeze(1)
+        self._cmd_span = torch.tensor([float(r[1]) - float(r[0]) for r in ranges.values()], device=dev).unsqueeze(1)
 
     def _bind_signal_views(self, model: mujoco.MjModel) -> None:
         """Views of the bound state that the per-step signals read, and their scratch buffers.
@@ -246,11 +253,10 @@ class HumanoidTask(Task):
         return self._state
 
     def _resample(self, ids: torch.Tensor, gen: torch.Generator) -> None:
-        k = ids.numel()
-        vx = sample_range(self.cfg.cmd_vx, (k,), gen, self.device)
-        yaw = sample_range(self.cfg.cmd_yaw, (k,), gen, self.device)
-        walk = torch.rand(k, generator=gen, device=self.device) >= self.cfg.standing_prob  # else stand still
-        self.command.index_copy_(0, ids, torch.stack([vx, yaw], dim=1) * walk.unsqueeze(1))
+        """Commands of worlds ``ids``: ``(vx, yaw)`` uniform in their ranges, or 0 (stand) w.p. ``standing_prob``."""
+        u = torch.rand(3, ids.numel(), generator=gen, device=self.device)  # rows: vx, yaw, stand draw
+        command = self._cmd_low + self._cmd_span * u[:2]
+        self.command.index_copy_(0, ids, (command * (u[2] >= self.cfg.standing_prob)).T)
 
     # --- signals ---------------------------------------------------------------------
     def _base_state(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
