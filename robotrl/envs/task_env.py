@@ -155,13 +155,15 @@ class TaskEnv(VecEnv):
     def _all_finite(obs: Obs, scaled: torch.Tensor | None = None) -> bool:
         """Whether every float observation (and ``scaled``) is finite: one host sync for all of them.
 
-        A NaN or Inf entry makes its tensor's sum non-finite, and so the sum of the sums. A finite
-        total that overflowed is a false alarm that only costs the per-name check.
+        A NaN or Inf entry makes its tensor's sum non-finite, and so the sum of the sums (added in
+        float64, so that finite sums do not overflow there).
         """
         sums = [v.sum() for v in obs.values() if v.is_floating_point()]
         if scaled is not None:
             sums.append(scaled.sum())
-        total = sums[0] if len(sums) == 1 else torch.stack(sums).sum()
+        if not sums:
+            return True
+        total = sums[0] if len(sums) == 1 else torch.stack(sums).sum(dtype=torch.float64)
         return math.isfinite(total.item())
 
     def _count_reset_obs(self, obs: Obs, ids: torch.Tensor, info: dict[str, Any]) -> None:
