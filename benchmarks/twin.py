@@ -2,7 +2,9 @@
 
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py calibration   # sysid fits, divergence before/after
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining        # synthetic miner vs uniform (seconds)
-    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted       # driving planted weakness (~35 min)
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted train # driving planted weakness, one stage
+    # per call (train, mine, heldout, retrain_mined, retrain_control, eval), each < 10 min; state in TWIN_PLANT_DIR
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
 truth); mujoco.sysid fits mass, damping and actuator gain plus the delay over a grid; we
@@ -19,7 +21,17 @@ of two geoms' frictions, so tyre multipliers below 1 never mattered); ``robotrl 
 over friction 0.3..1.2, track curvature, traffic speed and obstacles; then the run is
 continued for the same extra time twice: with ``task.scenarios=<mined> task.scenario_mix=0.5``
 and, as the control, without. Success is measured in the mined regions and elsewhere on
-fresh scenarios. Each section is merged into ``benchmarks/results/twin.json``.
+fresh scenarios.
+
+Sim-to-sim: bags recorded in MuJoCo (random excitation, nominal physics) replayed open loop
+with the recorded commands from the recorded initial state in MuJoCo (exact by construction)
+and in PyBullet (``robotrl.twin.bullet``: the same model rebuilt body by body); per-joint q
+RMSE, maximum error, divergence time (eps 0.05 rad for 5 steps) and the teacher-forced
+one-step error (reset to the recorded state every step: model error without drift). Then the
+other way round: bags recorded in PyBullet (a "real" robot of another engine, no known truth),
+the MuJoCo twin calibrated on them with sysid, and its open-loop divergence before and after.
+
+Each section is merged into ``benchmarks/results/twin.json``.
 """
 
 import json
@@ -117,7 +129,8 @@ def mining_rows(budgets=(200, 400, 800), seeds=range(5)):
 
 # --- planted weakness on a trained driving policy ---------------------------------------------------
 PLANT_DIR = Path(os.environ.get("TWIN_PLANT_DIR", "/tmp/twin_plant"))
-NARROW = ["task=driving", "task.friction_range=[1.0,1.2]", "seed=0", "progress=false", "tensorboard=false"]
+NARROW = ["task=driving", "task.friction_range=[1.0,1.2]", "seed=0", "progress=false", "tensorboard=false",
+          "eval_at_end=false"]
 MINE_PARAMS = ["friction", "max_curvature", "traffic_speed", "obstacles"]
 
 
@@ -142,67 +155,156 @@ def _inside(x, regions, names):
     return m
 
 
-def planted_rows(train_s=540, extra_s=240, budget=512, n_eval=384):
+PLANT_STAGES = ("train", "mine", "heldout", "retrain_mined", "retrain_control", "eval")
+
+
+def _plant_state():
+    path = PLANT_DIR / "state.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _save_plant_state(state):
+    (PLANT_DIR / "state.json").write_text(json.dumps(state, indent=1, default=float))
+
+
+def planted_rows(stages=PLANT_STAGES, train_s=480, extra_s=240, budget=512, n_eval=384):
+    """The planted-weakness experiment in stages of < 10 minutes each (state cached in PLANT_DIR)."""
     import shutil
 
     from robotrl.twin.evaluate import ScenarioEvaluator
     from robotrl.twin.mine import _from_unit
     from robotrl.twin.scenarios import ScenarioFile
 
+    PLANT_DIR.mkdir(parents=True, exist_ok=True)
     narrow = PLANT_DIR / "narrow"
-    if not (narrow / "checkpoints" / "latest.json").is_file():
+    out = _plant_state()
+    out.update({"train_narrow_s": train_s, "retrain_extra_s": extra_s, "mine_budget": budget,
+                "mine_params": MINE_PARAMS,
+                "narrowed": "task.friction_range=[1.0,1.2] (effective road friction >= 1.0)"})
+    if "train" in stages and not (narrow / "checkpoints" / "latest.json").is_file():
         _train(narrow, train_s)
-    out = {"train_narrow_s": train_s, "retrain_extra_s": extra_s, "mine_budget": budget,
-           "mine_params": MINE_PARAMS, "narrowed": "task.friction_range=[1.0,1.2] (effective road friction >= 1.0)"}
-    ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1)
-    t0 = time.time()
-    mined = {}
-    for name, uniform in (("miner", False), ("uniform", True)):
-        mined[name] = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform)
-        out[f"{name}_failure_rate_in_samples"] = float(1 - mined[name].success.mean())
-        out[f"{name}_regions"] = [r.summary for r in mined[name].regions]
-    out["mine_wall_s"] = round(time.time() - t0, 1)
-    scen = PLANT_DIR / "mined.yaml"
-    ScenarioFile("driving", ev.params, mined["miner"].regions).save(scen)
-    # held-out scenarios: uniform over the space, labelled by the narrow policy -> the empirical failure region
-    rng = np.random.default_rng(123)
-    x_eval = _from_unit(rng.random((n_eval, len(MINE_PARAMS))), ev.params)
-    planted = x_eval[:, 0] < 1.0
-    fail = ~ev(x_eval)
-    for name in ("miner", "uniform"):
-        regions = mined[name].regions
-        inside = _inside(x_eval, regions, MINE_PARAMS)
-        recall = float((inside & fail).sum() / max(fail.sum(), 1))
-        out[f"{name}_recall_of_heldout_failures_pct"] = round(100 * recall, 1)
-        out[f"{name}_precision_failure_rate_inside_pct"] = round(100 * float(fail[inside].mean()) if inside.any()
-                                                                 else float("nan"), 1)
-        out[f"{name}_false_regions"] = int(sum(
-            1 for r in regions if fail[_inside(x_eval, [r], MINE_PARAMS)].mean() < 0.5
-            if _inside(x_eval, [r], MINE_PARAMS).any()))
-        out[f"{name}_planted_box_coverage_pct"] = round(100 * float((inside & planted).sum() / planted.sum()), 1)
-    out["narrow_heldout_failure_rate_planted_pct"] = round(100 * float(fail[planted].mean()), 1)
-    out["narrow_heldout_failure_rate_trained_pct"] = round(100 * float(fail[~planted].mean()), 1)
+    files = {name: PLANT_DIR / f"{name}.yaml" for name in ("miner", "uniform")}
+    if "mine" in stages and not all(f.exists() for f in files.values()):
+        ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1)
+        t0 = time.time()
+        for name, uniform in (("miner", False), ("uniform", True)):
+            res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform)
+            out[f"{name}_failure_rate_in_samples"] = float(1 - res.success.mean())
+            out[f"{name}_regions"] = [r.summary for r in res.regions]
+            ScenarioFile("driving", ev.params, res.regions).save(files[name])
+        out["mine_wall_s"] = round(time.time() - t0, 1)
+        _save_plant_state(out)
+    params = ScenarioFile.load(files["miner"]).params if files["miner"].exists() else None
+    regions = {name: ScenarioFile.load(f).regions for name, f in files.items() if f.exists()}
+    if "heldout" in stages and "miner_recall_of_heldout_failures_pct" not in out:
+        # held-out scenarios: uniform over the space, labelled by the narrow policy -> the empirical failure region
+        ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1)
+        x_eval = _from_unit(np.random.default_rng(123).random((n_eval, len(MINE_PARAMS))), params)
+        planted = x_eval[:, 0] < 1.0
+        fail = ~ev(x_eval)
+        for name in ("miner", "uniform"):
+            inside = _inside(x_eval, regions[name], MINE_PARAMS)
+            recall = float((inside & fail).sum() / max(fail.sum(), 1))
+            out[f"{name}_recall_of_heldout_failures_pct"] = round(100 * recall, 1)
+            out[f"{name}_precision_failure_rate_inside_pct"] = (round(100 * float(fail[inside].mean()), 1)
+                                                                if inside.any() else float("nan"))
+            out[f"{name}_false_regions"] = int(sum(
+                1 for r in regions[name] if _inside(x_eval, [r], MINE_PARAMS).any()
+                and fail[_inside(x_eval, [r], MINE_PARAMS)].mean() < 0.5))
+            out[f"{name}_planted_box_coverage_pct"] = round(100 * float((inside & planted).sum() / planted.sum()), 1)
+        out["narrow_heldout_failure_rate_planted_pct"] = round(100 * float(fail[planted].mean()), 1)
+        out["narrow_heldout_failure_rate_trained_pct"] = round(100 * float(fail[~planted].mean()), 1)
+        _save_plant_state(out)
     # retrain: continue the narrow run for extra_s with the mined scenarios mixed in, and without (control)
-    runs = {"mined": ["task.scenarios=" + str(scen), "task.scenario_mix=0.5"], "control": []}
+    runs = {"mined": ["task.scenarios=" + str(files["miner"]), "task.scenario_mix=0.5"], "control": []}
     for name, extra in runs.items():
         run = PLANT_DIR / name
-        if not (run / "done").is_file():
+        if f"retrain_{name}" in stages and not (run / "done").is_file():
             shutil.rmtree(run, ignore_errors=True)
             shutil.copytree(narrow, run)
-            meta = json.loads((narrow / "checkpoints" / "latest.json").read_text())
             _train(run, train_s + extra_s, ["resume=true", *extra])
-            (run / "done").write_text(json.dumps(meta))
-    regions = mined["miner"].regions
-    in_region = ScenarioFile("driving", ev.params, regions).sample(n_eval, torch.Generator().manual_seed(7))
-    x_in = np.stack([in_region[n].numpy() for n in MINE_PARAMS], 1)
-    pool = _from_unit(np.random.default_rng(8).random((4 * n_eval, len(MINE_PARAMS))), ev.params)
-    x_out = pool[~_inside(pool, regions, MINE_PARAMS)][:n_eval]
-    for name in ("narrow", "mined", "control"):
-        e = ScenarioEvaluator(PLANT_DIR / name, MINE_PARAMS, worlds=128, seed=2)
-        out[f"{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
-        out[f"{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)
-    out["eval_scenarios_per_set"] = n_eval
+            (run / "done").write_text("done")
+    if "eval" in stages and all((PLANT_DIR / n / "done").is_file() for n in runs):
+        in_region = ScenarioFile("driving", params, regions["miner"]).sample(n_eval, torch.Generator().manual_seed(7))
+        x_in = np.stack([in_region[n].numpy() for n in MINE_PARAMS], 1)
+        pool = _from_unit(np.random.default_rng(8).random((4 * n_eval, len(MINE_PARAMS))), params)
+        x_out = pool[~_inside(pool, regions["miner"], MINE_PARAMS)][:n_eval]
+        for name in ("narrow", "mined", "control"):
+            e = ScenarioEvaluator(PLANT_DIR / name, MINE_PARAMS, worlds=128, seed=2)
+            out[f"{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
+            out[f"{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)
+        out["eval_scenarios_per_set"] = n_eval
+        _save_plant_state(out)
+    out["stages_done"] = [st for st in PLANT_STAGES if _stage_done(st, out)]
     return out
+
+
+def _stage_done(stage, out):
+    return {"train": (PLANT_DIR / "narrow" / "checkpoints" / "latest.json").is_file(),
+            "mine": (PLANT_DIR / "miner.yaml").exists(), "heldout": "miner_recall_of_heldout_failures_pct" in out,
+            "retrain_mined": (PLANT_DIR / "mined" / "done").is_file(),
+            "retrain_control": (PLANT_DIR / "control" / "done").is_file(),
+            "eval": "narrow_success_elsewhere_pct" in out}[stage]
+
+
+def sim2sim_rows(episodes=2):
+    from robotrl.deploy.profile import load_profile
+
+    from robotrl.twin.record import make_task_env, task_profile
+    from robotrl.twin.report import episode_metrics
+
+    setups = {"humanoid": (17, 40, 0.5, load_profile("humanoid_sim")),
+              "tool_use": (23, 60, 0.6, task_profile(make_task_env("tool_use"), "tool_use_twin"))}
+    rows = []
+    for task, (dim, steps, amp, profile) in setups.items():
+        root = Path(tempfile.mkdtemp(prefix=f"sim2sim_{task}_"))
+        eps = [load_episode(record_episode(task, root, excitation(steps, dim, s, amp), steps, seed=s, profile=profile,
+                                           name=f"ep{s}"), profile) for s in range(episodes)]
+        for engine in ("mujoco", "pybullet"):
+            t0 = time.time()
+            twin = Twin(task, eps, nthread=1, engine=engine)
+            roll = twin.open_loop()
+            wall = time.time() - t0
+            one = Twin(task, eps, nthread=1, engine=engine).teacher_forced(1)
+            mets = [episode_metrics(eps[roll.episode[w]], roll, w) for w in range(len(eps))]
+            rmse = np.mean([m["q"]["rmse"] for m in mets], axis=0)
+            qmax = np.max([m["q"]["max"] for m in mets], axis=0)
+            step_err = [np.abs(one.q[w, 1: eps[w].num_steps] - eps[w].q[1:]).max(axis=0) for w in range(len(eps))]
+            row = {"task": task, "engine": engine, "episodes": len(eps),
+                   "steps_per_episode": int(np.mean([e.num_steps for e in eps])),
+                   "episode_duration_s": float(np.mean([e.num_steps * e.dt for e in eps])),
+                   "divergence_time_s": float(np.mean([m["divergence_time_s"] for m in mets])),
+                   "q_rmse_mean_rad": float(rmse.mean()), "q_max_err_rad": float(qmax.max()),
+                   "one_step_err_max_rad": float(np.max(step_err)), "replay_wall_s": round(wall, 2),
+                   "q_rmse_per_joint_rad": dict(zip(eps[0].joint_names, np.round(rmse, 5).tolist(), strict=True))}
+            if task == "tool_use":  # 7 arm joints, then 16 hand joints
+                row["arm_q_rmse_mean_rad"], row["hand_q_rmse_mean_rad"] = float(rmse[:7].mean()), float(rmse[7:].mean())
+                row["arm_q_max_err_rad"], row["hand_q_max_err_rad"] = float(qmax[:7].max()), float(qmax[7:].max())
+                arm_div = [divergence_time(roll.q[w, : eps[w].num_steps, :7], eps[w].q[:, :7], eps[w].dt, 0.05, 5)
+                           for w in range(len(eps))]
+                row["arm_divergence_time_s"] = float(np.mean(arm_div))
+            if "base_drift_m" in mets[0]:
+                row["base_drift_final_m"] = float(np.mean([m["base_drift_m"]["final"] for m in mets]))
+            rows.append(row)
+        # a PyBullet "real" robot: calibrate the MuJoCo twin on its bags
+        root = Path(tempfile.mkdtemp(prefix=f"sim2sim_real_{task}_"))
+        real = [load_episode(record_episode(task, root, excitation(steps, dim, s, amp), steps, seed=s, profile=profile,
+                                            name=f"ep{s}", engine="pybullet"), profile) for s in range(episodes)]
+        t0 = time.time()
+        res = calibrate(task, real, params=PARAMS, delays=(0, 1))
+        wall = time.time() - t0
+        roll = Twin(task, real, [Physics(), res.physics], nthread=1).open_loop()
+        div = {0: [], 1: []}
+        for w in range(roll.q.shape[0]):
+            ep = real[roll.episode[w]]
+            div[int(roll.candidate[w])].append(divergence_time(roll.q[w, : ep.num_steps], ep.q, ep.dt, 0.05, 5))
+        rows.append({"task": task, "engine": "pybullet_as_real_mujoco_twin_calibrated", "episodes": len(real),
+                     "calibration_wall_s": round(wall, 2), "initial_cost": res.initial_cost,
+                     "final_cost": min(res.cost_by_delay.values()), "delay_fit": res.physics.delay_steps,
+                     **{f"{p}_fit": round(getattr(res.physics, p), 4) for p in PARAMS},
+                     "divergence_before_s": float(np.mean(div[0])), "divergence_after_s": float(np.mean(div[1])),
+                     "episode_duration_s": float(np.mean([e.num_steps * e.dt for e in real]))})
+    return rows
 
 
 def _merge(section, value):
@@ -238,8 +340,14 @@ def main():
         for k, v in mining["summary"].items():
             print(f"{k:45s} {v}")
         _merge("mining", mining)
+    if mode in ("sim2sim", "all"):
+        rows = sim2sim_rows()
+        for row in rows:
+            print({k: v for k, v in row.items() if k != "q_rmse_per_joint_rad"})
+        _merge("sim_to_sim", rows)
     if mode in ("planted", "all"):
-        planted = planted_rows()
+        stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
+        planted = planted_rows(stages)
         for k, v in planted.items():
             print(f"{k:45s} {v}")
         _merge("planted", planted)
