@@ -262,7 +262,7 @@ class HumanoidTask(Task):
     def _base_state(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Body-frame linear velocity, angular velocity and gravity, each ``(N, 3)``.
 
-        Computed once after physics (``update``) and after resets; the signals read the cache.
+        Computed once after physics (``update``), and after a reset when first read (``_signals``).
         Both vectors go through one ``quat_rotate_wxyz`` by the conjugate base orientation
         (the same arithmetic as ``quat_rotate_inverse_wxyz`` of each, in float32).
         """
