@@ -8,7 +8,8 @@ the twin task's own reset state (its seed).
 
 * ``open_loop()``: the recorded commands, from the recorded initial state.
 * ``teacher_forced(k)``: the same, but every ``k`` steps each world is reset to the recorded
-  state, which separates one-step model error from accumulated drift.
+  state, which separates one-step model error from accumulated drift (unreported DoFs, such as a
+  tool, keep their twin state).
 * ``closed_loop(policy)``: the (exported) policy acts on the twin's own observations from the
   recorded initial state; the task's velocity command follows the recorded ``cmd_vel``, and
   scenario parameters the bag's metadata holds (``scenario.<name>``, see ``record_episode``)
@@ -173,10 +174,17 @@ class Twin:
                                                                        .copy()))
 
     # --- state -------------------------------------------------------------------------
-    def recorded_state(self, worlds: np.ndarray, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Full ``(qpos (w, nq), qvel (w, nv))`` of worlds at recorded state ``k`` (clamped to each episode)."""
-        qpos = self._qpos0[torch.as_tensor(worlds)].clone().numpy()
-        qvel = self._qvel0[torch.as_tensor(worlds)].clone().numpy()
+    def recorded_state(self, worlds: np.ndarray, k: int, keep_unobserved: bool = False
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Full ``(qpos (w, nq), qvel (w, nv))`` of worlds at recorded state ``k`` (clamped to each episode).
+
+        DoFs the robot does not report (a tool) come from the episode's initial scene, or with
+        ``keep_unobserved`` from the worlds' current state (teacher forcing: the tool stays where the twin has it).
+        """
+        ids = torch.as_tensor(worlds)
+        source_q, source_v = (self.sim.bind("qpos"), self.sim.bind("qvel")) if keep_unobserved else (self._qpos0,
+                                                                                                      self._qvel0)
+        qpos, qvel = source_q[ids].clone().numpy(), source_v[ids].clone().numpy()
         for i, w in enumerate(worlds):
             ep = self.episodes[self.episode_of[w]]
             kk = min(k, ep.num_steps - 1)
@@ -189,7 +197,7 @@ class Twin:
         return torch.from_numpy(qpos), torch.from_numpy(qvel)
 
     def _reset_to(self, worlds: np.ndarray, k: int) -> None:
-        qpos, qvel = self.recorded_state(worlds, k)
+        qpos, qvel = self.recorded_state(worlds, k, keep_unobserved=k > 0)
         self.sim.reset(torch.as_tensor(worlds, dtype=torch.long), qpos, qvel)
 
     def _commands(self) -> np.ndarray:

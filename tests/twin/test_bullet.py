@@ -180,3 +180,21 @@ def test_bag_recorded_in_pybullet_replays_exactly_in_the_pybullet_twin(humanoid_
                              - ep.q).max() for engine in ("pybullet", "mujoco")}
     assert errors["pybullet"] < 1e-9  # the "real" robot's own engine
     assert errors["mujoco"] > 1e-3  # the MuJoCo twin of a PyBullet robot: a dynamics gap to calibrate
+
+
+def test_teacher_forcing_keeps_the_twins_tool_where_it_is(arm_bag):
+    from robotrl.twin.replay import Twin
+
+    twin = Twin("tool_use", [arm_bag], nthread=1)
+    twin.open_loop()
+    tool = slice(twin.task._tq, twin.task._tq + 7)
+    twin.sim.bind("qpos")[0, tool.start] += 0.05  # the twin's tool has moved away from its initial pose
+    now = twin.sim.bind("qpos")[0].clone()
+    kept, _ = twin.recorded_state(np.array([0]), 5, keep_unobserved=True)
+    initial, _ = twin.recorded_state(np.array([0]), 5)
+    np.testing.assert_allclose(kept[0, tool], now[tool])  # teacher forcing: the tool is not teleported back
+    assert not np.allclose(initial[0, tool], now[tool])
+    np.testing.assert_allclose(kept[0, twin.qadr], arm_bag.q[5])  # the robot is forced to the recording
+    roll = Twin("tool_use", [arm_bag], nthread=1).teacher_forced(1)
+    # MuJoCo bag, MuJoCo twin: exact up to the solver warm start each reset drops (1e-6)
+    assert np.abs(roll.q[0, : arm_bag.num_steps] - arm_bag.q).max() < 1e-5
