@@ -20,6 +20,12 @@ from robotrl.sim.backend import BatchSim, SimConfig
 
 log = logging.getLogger(__name__)
 
+# Model fields mj_resetData reads into the state row (qpos0, eq_active0, and mocap bodies' poses).
+_RESET_INPUTS = frozenset({"qpos0", "eq_active0", "body_pos", "body_quat"})
+# State components whose reset values come from elsewhere (plugins, history, plasticity): C reset only.
+_OPAQUE_STATE = (mujoco.mjtState.mjSTATE_HISTORY | mujoco.mjtState.mjSTATE_PLUGIN
+                 | mujoco.mjtState.mjSTATE_PLASTIC)
+
 
 def _as_tensor(arr: np.ndarray) -> torch.Tensor:
     """Zero-copy torch view of a numpy array; read-only arrays stay read-only in spirit."""
@@ -55,6 +61,13 @@ class CpuBatchSim(BatchSim):
         self._qvel = self.bind("qvel")
         self._none = torch.zeros(0, dtype=torch.int64)
         self._batch.reset()
+        # Each world *is* its state row (a non-persistent batch): a reset followed by new qpos/qvel
+        # writes the row mj_resetData gives (one numpy copy) instead of a reset call on the thread
+        # pool, then runs one forward. Rows of worlds whose reset inputs were randomized since are
+        # refreshed by a real reset when they are next reset.
+        self._rows = self._batch.state
+        self._reset_rows = None if mujoco.mj_stateSize(model, int(_OPAQUE_STATE)) else self._rows.copy()
+        self._reset_rows_stale = np.zeros(self.nsim, dtype=bool)
         log.debug("mujoco.batch: %d worlds on %d threads", self.nsim, self._batch.nthread)
 
     def bind(self, field: str) -> torch.Tensor:
@@ -106,13 +119,25 @@ class CpuBatchSim(BatchSim):
         if qpos is None and qvel is None:
             self._batch.reset(ids=ids_np)
             return
-        self._batch.reset(ids=ids_np, stage=mujoco.mjtStage.mjSTAGE_NONE)
+        self._reset_state_rows(ids_np)
         # numpy row writes (cast to float64 on assignment): no torch index_put per field
         if qpos is not None:
             self._qpos_np[ids_np] = qpos.detach().cpu().numpy()
         if qvel is not None:
             self._qvel_np[ids_np] = qvel.detach().cpu().numpy()
         self._batch.forward(ids=ids_np)
+
+    def _reset_state_rows(self, ids: np.ndarray) -> None:
+        """The state rows of worlds ``ids`` (sorted int32) become those mj_resetData gives, derived fields untouched."""
+        if self._reset_rows is None:
+            self._batch.reset(ids=ids, stage=mujoco.mjtStage.mjSTAGE_NONE)
+            return
+        stale = ids[self._reset_rows_stale[ids]]
+        if stale.size:
+            self._batch.reset(ids=stale, stage=mujoco.mjtStage.mjSTAGE_NONE)
+            self._reset_rows[stale] = self._rows[stale]
+            self._reset_rows_stale[stale] = False
+        self._rows[ids] = self._reset_rows[ids]
 
     def forward(self, ids: torch.Tensor | None = None) -> None:
         """Run ``mj_forward`` for worlds ``ids`` (all if None)."""
@@ -123,6 +148,8 @@ class CpuBatchSim(BatchSim):
         field = self._batch.expand(name)
         field[_ids_np(ids)] = values.detach().cpu().numpy().reshape((len(ids), *field.shape[1:]))
         base = name.split(".", 1)[-1]
+        if base in _RESET_INPUTS:
+            self._reset_rows_stale[_ids_np(ids)] = True
         if name.startswith("opt.") or base in mujoco.MjModel._setconst_inputs:
             self._batch.set_const(ids=_ids_np(ids))
 

@@ -96,6 +96,64 @@ def test_reset_writes_float32_states_into_the_given_worlds_only(sim):
     assert sim.bind("qvel")[[0, 2]].abs().max() == 0.0
 
 
+RESET_XML = """
+<mujoco>
+  <worldbody>
+    <geom type="plane" size="5 5 .1"/>
+    <body name="ball" pos="0 0 0.5">
+      <freejoint/>
+      <geom type="sphere" size="0.1" mass="1"/>
+    </body>
+    <body name="target" mocap="true" pos="1 1 1"><geom type="sphere" size=".05" contype="0" conaffinity="0"/></body>
+    <body name="slider" pos="0 2 0.5">
+      <joint name="x" type="slide" axis="1 0 0"/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1"/>
+    </body>
+  </worldbody>
+  <actuator><general joint="x" dyntype="integrator" gainprm="5"/></actuator>
+</mujoco>
+"""
+STATE = ("time", "qpos", "qvel", "act", "qacc_warmstart", "ctrl", "qfrc_applied", "xfrc_applied", "mocap_pos",
+         "mocap_quat")
+
+
+def reset_by_mujoco(sim, ids, qpos, qvel):
+    """What ``reset(ids, qpos, qvel)`` must equal: mujoco.batch's own reset, the state written, a forward."""
+    ids_np = ids.numpy().astype(np.int32)
+    sim._batch.reset(ids=ids_np, stage=mujoco.mjtStage.mjSTAGE_NONE)
+    sim.bind("qpos")[ids], sim.bind("qvel")[ids] = qpos, qvel
+    sim._batch.forward(ids=ids_np)
+
+
+@pytest.mark.parametrize("randomized", [False, True])
+def test_reset_to_a_state_equals_mujocos_reset_then_the_writes(randomized):
+    model = mujoco.MjModel.from_xml_string(RESET_XML)
+    ours, ref = (make_sim(model, SimConfig(num_envs=3, nthread=2)) for _ in range(2))
+    ids = torch.tensor([0, 2])
+    for sim in (ours, ref):
+        if randomized:  # a reset input: the mocap body's default position, in worlds ids
+            body_pos = torch.from_numpy(model.body_pos.copy()).expand(2, -1, -1).clone()
+            body_pos[:, model.body("target").id] = torch.tensor([3.0, 2.0, 1.0])
+            sim.set_model_field("body_pos", ids, body_pos)
+        sim.bind("ctrl")[:] = 1.0
+        sim.bind("qfrc_applied")[:, 0] = 2.0
+        sim.bind("mocap_pos")[:] = 0.3
+        sim.step(20)
+    qpos = ref.bind("qpos")[ids].clone()
+    qpos[:, 2] += 0.25
+    qvel = torch.full((2, ref.bind("qvel").shape[1]), 0.1, dtype=torch.float64)
+    ours.reset(ids, qpos, qvel)
+    reset_by_mujoco(ref, ids, qpos, qvel)
+    for field in (*STATE, "xpos", "qacc"):
+        assert torch.equal(ours.bind(field), ref.bind(field)), field
+    assert ours.bind("act")[ids].abs().max() == 0 and ours.bind("act")[1] != 0  # only ids were reset
+    want = [3.0, 2.0, 1.0] if randomized else [1.0, 1.0, 1.0]
+    assert ours.bind("mocap_pos")[0, 0].tolist() == want
+    for sim in (ours, ref):
+        sim.step(5)
+    assert torch.equal(ours.bind("qpos"), ref.bind("qpos"))
+
+
 def test_unknown_backend_is_a_clear_error():
     with pytest.raises(ValueError, match="valid choices: cpu, warp"):
         make_sim(mujoco.MjModel.from_xml_string(XML), SimConfig(backend="bullet"))
