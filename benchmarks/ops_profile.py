@@ -1,7 +1,8 @@
 """Torch ops per ``TaskEnv.step``: the deterministic half of the VecEnv-overhead figure.
 
-    python benchmarks/ops_profile.py                 # about 30 s on 2 cores
+    python benchmarks/ops_profile.py                 # about a minute on 2 cores (use the CPU lock)
     python benchmarks/ops_profile.py --steps 400 --num-envs 256
+    python benchmarks/ops_profile.py --label after --gym-healthy-z 0.8 2.1   # ops_before_*'s settings
 
 Timings on a shared machine move with its load; op counts do not. This script steps the two
 humanoid envs of ``benchmarks/throughput.py`` (the gymnasium-matched one that is compared
@@ -18,7 +19,9 @@ and for a step without an autoreset (the fewest in the run). The time the step s
 ``sim.step`` (torch and Python work, microseconds per step) is printed for reference only: it
 depends on the load. Results are merged into ``benchmarks/results/throughput.json`` under
 ``ops_<label>_*`` keys (``--label before|after``; the file's other keys are kept), so a
-before/after pair sits side by side.
+before/after pair sits side by side. ``ops_before_*`` was measured at commit 7e1ea4d, whose
+gym-matched env still had the task's fall heights (0.8, 2.1): falls, and so autoresets, are
+rarer there than with gymnasium's (1.0, 2.0), so compare it with a run of those settings.
 """
 
 from __future__ import annotations
