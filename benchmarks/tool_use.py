@@ -73,6 +73,13 @@ def summarize_run(run_dir: str) -> dict[str, float]:
         last = sum(r[key] for r in rows[-fifth:]) / fifth
         out[f"cpu_train_{name}_first_fifth_mean"] = round(first, 4)
         out[f"cpu_train_{name}_last_fifth_mean"] = round(last, 4)
+    eval_path = os.path.join(run_dir, "eval", "eval_train.json")
+    if os.path.exists(eval_path):  # the deterministic evaluation robotrl train runs at the end
+        with open(eval_path) as f:
+            ev = json.load(f)
+        episodes = int(ev["episodes"])
+        for key in ("return", "success", "lifted", "reached", "goals_reached"):
+            out[f"cpu_train_final_eval_{key}_{episodes}_episodes"] = round(float(ev[key]), 4)
     stage_rows = [r for r in rows if r["episode/curriculum_stage"] >= 1.0]
     out["cpu_train_lift_stage_reached_at_s"] = round(stage_rows[0]["time_s"], 1) if stage_rows else -1.0
     return out
