@@ -336,6 +336,8 @@ class PolicyNode:
         self.robot.disconnect()
         self.lifecycle = "finalized"
         self._report("status", self.status(["shutdown"]), None)
+        if not self.telemetry.flush(1.0):  # closing the transport at once could drop the final status
+            log.warning("shutdown: the final status was not acknowledged by every reader within 1 s")
         if self.recorder:
             self.recorder.stop_episode()
         if self.transport is not None:

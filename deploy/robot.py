@@ -208,3 +208,7 @@ class Telemetry(abc.ABC):
     @abc.abstractmethod
     def topic(self, key: str) -> str:
         """The topic name of ``key`` (what the recorder files it under)."""
+
+    def flush(self, timeout: float = 1.0) -> bool:
+        """Wait up to ``timeout`` s until reliable readers acknowledged what was published (True if so)."""
+        return True

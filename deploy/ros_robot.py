@@ -125,3 +125,7 @@ class TopicTelemetry(Telemetry):
     def topic(self, key: str) -> str:
         """The topic of ``key``."""
         return self.topics[key]
+
+    def flush(self, timeout: float = 1.0) -> bool:
+        """Wait until the status readers acknowledged the last status (the final one, at shutdown)."""
+        return self._pubs["status"].flush(timeout)
