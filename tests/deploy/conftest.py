@@ -24,7 +24,11 @@ os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(write_fastdds_loopback_profile
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ["ROS_PYTHON_CHECK_FIELDS"] = "1"
 
-from tests.deploy.helpers import make_driving_checkpoint, make_humanoid_checkpoint  # noqa: E402 - after the pin
+from tests.deploy.helpers import (  # noqa: E402 - after the pin
+    make_driving_checkpoint,
+    make_humanoid_checkpoint,
+    make_tool_use_checkpoint,
+)
 
 
 @pytest.fixture(scope="session")
@@ -45,5 +49,17 @@ def driving_export(tmp_path_factory):
     from robotrl.export.onnx import export_policy
 
     run = make_driving_checkpoint(tmp_path_factory.mktemp("driving_run"))
+    onnx_path, spec_path = export_policy(str(run))
+    return run, onnx_path, spec_path
+
+
+@pytest.fixture(scope="session")
+def tool_use_export(tmp_path_factory):
+    """(run_dir, onnx_path, spec_path) of an exported untrained tool_use policy (KUKA iiwa arm)."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("pybullet_data", reason="the KUKA iiwa model ships with pybullet: pip install pybullet")
+    from robotrl.export.onnx import export_policy
+
+    run = make_tool_use_checkpoint(tmp_path_factory.mktemp("tool_use_run"))
     onnx_path, spec_path = export_policy(str(run))
     return run, onnx_path, spec_path

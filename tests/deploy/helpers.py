@@ -1,4 +1,5 @@
-"""Shared test helpers: a humanoid checkpoint as the training runner writes it, processes, DDS peers."""
+"""Shared test helpers: humanoid, driving and tool_use checkpoints as the training runner writes them, processes,
+DDS peers."""
 
 from __future__ import annotations
 
@@ -86,6 +87,43 @@ def make_driving_checkpoint(root: Path, seed: int = 0, steps: int = 40, gain: fl
     return root
 
 
+def make_tool_use_checkpoint(root: Path, seed: int = 0, steps: int = 40, gain: float = 1.0, arm: str = "kuka_iiwa"
+                             ) -> Path:
+    """An untrained tool_use ActorCritic with a filled obs normalizer, runner-style meta.
+
+    The last layer's gain is raised from 0.01 so that the arm and the fingers move (relative arm
+    targets, smoothed hand targets), which exercises forward kinematics over ROS 2.
+    """
+    from robotrl.tasks.tool_use.config import ToolUseConfig
+
+    from robotrl.envs.task_env import TaskEnv
+    from robotrl.policies.mlp import ActorCritic, PolicyConfig
+    from robotrl.sim.backend import SimConfig
+    from robotrl.storage.checkpoint import prefixed, save_checkpoint
+
+    torch.manual_seed(seed)
+    cfg = ToolUseConfig(randomize=False, arm=arm)
+    env = TaskEnv(cfg, SimConfig(num_envs=4), seed=seed)
+    dims = env.obs_dims
+    policy = ActorCritic(dims["policy"], dims["critic"], env.num_actions, PolicyConfig(init_std=0.5))
+    torch.nn.init.orthogonal_(policy.actor[-1].weight, gain=gain)
+    obs = env.reset()
+    for _ in range(steps):
+        policy.update_normalizers(obs["policy"], obs["critic"])
+        obs, *_ = env.step(torch.rand(4, env.num_actions) * 2 - 1)
+    task = env.task
+    meta = {
+        "task": {"name": "tool_use", "config": asdict(cfg)},
+        "policy": {"obs_dim": policy.obs_dim, "critic_dim": policy.critic_dim, "action_dim": policy.action_dim,
+                   "config": asdict(policy.cfg)},
+        "obs_layout": [list(x) for x in task.obs_layout()], "joint_names": task.joint_names,
+        "action_spec": task.action_spec(), "step_dt": env.step_dt, "config_yaml": "task: tool_use\n",
+        "config_hash": "test0000", "env_steps": 0,
+    }
+    save_checkpoint(root / "checkpoints", 0, prefixed(policy.state_dict(), "policy"), meta)
+    return root
+
+
 def free_domain() -> int:
     """A ROS domain id unlikely to collide with other tests or engineers (10..229)."""
     return 10 + (os.getpid() * 7 + time.monotonic_ns() // 1000) % 220
@@ -137,11 +175,14 @@ class DdsRobotPeer:
         self.pub_odom = self.tr.publisher("/odom", msgs.Odometry, SENSOR_QOS)
         self.pub_estop = self.tr.publisher("/robotrl/estop", msgs.Bool, RELIABLE_QOS)
         self.pub_arm = self.tr.publisher("/robotrl/arm", msgs.Bool, RELIABLE_QOS)
+        self.pub_pose = self.tr.publisher("/object_pose", msgs.PoseStamped, SENSOR_QOS)
+        self.latched: list = []
         self.sub_status = self.tr.subscription("/robotrl/status", msgs.DiagnosticArray, RELIABLE_QOS)
         self.sub_cmd = self.tr.subscription(cmd_topic, cmd_type or msgs.Float64MultiArray, RELIABLE_QOS)
         self.position = [0.0] * len(joints)
         self.velocity = [0.0] * len(joints)
         self.send_js = True
+        self.pose = None  # a PoseStamped published on /object_pose every period while set (tool_use)
         self.heartbeat = False
         self.injections: list = []
         self.last_js_sent = 0.0
@@ -167,6 +208,8 @@ class DdsRobotPeer:
                     injections, self.injections = self.injections, []
                 for msg in injections:
                     self.pub_js.publish(msg)
+                if self.pose is not None:
+                    self.pub_pose.publish(self.pose)
                 self.pub_imu.publish(m.Imu(orientation=m.Quaternion(w=1.0)))
                 odom = m.Odometry()
                 odom.pose.pose.position.z = 1.3
@@ -183,6 +226,14 @@ class DdsRobotPeer:
         """Publish ``msg`` on /joint_states at the next period."""
         with self._lock:
             self.injections.append(msg)
+
+    def latch(self, topic: str, msg: object) -> None:
+        """Publish ``msg`` once on ``topic``, latched (RELIABLE, TRANSIENT_LOCAL; goal pose, object box)."""
+        from robotrl.deploy.transport import Qos
+
+        pub = self.tr.publisher(topic, type(msg), Qos(reliable=True, depth=1, transient_local=True))
+        pub.publish(msg)
+        self.latched.append(pub)
 
     def arm(self) -> None:
         """Send an arm request."""
