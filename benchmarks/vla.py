@@ -1,29 +1,36 @@
-"""VLA benchmark on ``tool_use_language``: SFT, then GRPO and PPO fine-tuning; controls; throughput.
+"""VLA benchmark on ``tool_use_language``: SFT, GRPO and PPO fine-tuning, residual RL; controls; throughput.
 
-Steps (one process, one seed, CPU):
-  1. throughput: env steps/s with 64x64 images at 64 and 128 worlds (scripted actions, lean
-     rendering; one frame per world-step), and VLA frames/s (frozen EfficientNet-Lite0 tower
-     + fusion + token head) at batch 64;
-  2. demonstrations: the privileged scripted teacher with action noise ``--demo-noise`` in
-     32 worlds, ``--demos`` episodes, written as HDF5 demos plus images;
-  3. SFT: behaviour cloning of the VLA (tokens head) for ``--sft-steps`` steps; success on new
-     placements (a fresh env seed) with the training wording (``seen``) and the held-out
-     paraphrases (``unseen``), against the teacher's; the shuffled-instruction control;
-  4. GRPO for ``--rl-minutes`` of wall-clock from the SFT weights (G = 8 rollouts per task
-     instance from one reset state, 8 instances per batch, temperature 1.6, clip 0.2/0.28,
-     success filter [0.1, 0.9]); success is evaluated (deterministic, 64 episodes, seen wording)
-     every ``--eval-every`` iterations;
-  5. PPO (value head, action-level GAE) for the same wall-clock from the same SFT weights;
-  6. residual RL on the frozen VLA: not run here (see ``residual_success``).
+Run in phases, each one CPU job of at most ~10 minutes under the shared lock; every phase
+merges its figures into ``benchmarks/results/vla.json`` (flat, units in key names):
 
-    flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --rl-minutes 10
+  throughput  env steps/s with 64x64 images at 64 and 128 worlds (scripted actions, lean
+              rendering, one frame per world-step) and VLA frames/s (frozen tower + fusion +
+              token head) at batch 64;
+  sft         demonstrations from the privileged scripted teacher with action noise
+              ``--demo-noise`` (states) and its clean actions as labels (DART), ``--demos``
+              episodes in 32 worlds, written to and read back from HDF5 with images; the
+              teacher's success; behaviour cloning of the VLA (tokens head) for ``--sft-steps``;
+              success on new placements (fresh env seeds) with the training wording (``seen``)
+              and the held-out paraphrases (``unseen_wording``); the shuffled-instruction control
+              on both (the model sees a random instruction for the whole episode, success is
+              judged against the world's own); chance (1 / tools). Saves the SFT weights to
+              ``--sft-dir`` for the later phases;
+  rl          GRPO (G = 8 rollouts per task instance from one reset state, 8 instances per
+              batch, temperature ``--temperature``, clip 0.2/0.28, success filter [0.1, 0.9]) or
+              PPO (value head, action-level GAE) for ``--rl-minutes`` of wall-clock from the SFT
+              weights; success (deterministic, ``--eval-episodes``, seen wording) every
+              ``--eval-every`` iterations, the held-out wording at the end; a PNG of success
+              against wall-clock (``vla_success.png``, all methods run so far);
+  residual    ResFiT on the frozen SFT VLA (``robotrl.algos.residual``), see ``--residual-minutes``.
 
-Writes ``benchmarks/results/vla.json`` (flat, units in key names) and ``vla_success.png``.
+    flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase sft
+    flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase rl --methods grpo --rl-minutes 8
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -41,8 +48,11 @@ from robotrl.algos import vla_sft as S  # noqa: E402
 from robotrl.data.collect import collect  # noqa: E402
 from robotrl.envs.task_env import make_env  # noqa: E402
 from robotrl.policies.vla import VLA, MiniLMEncoder, VLAConfig  # noqa: E402
+from robotrl.runners.vla import load_vla, save_vla  # noqa: E402
 from robotrl.sim.backend import SimConfig  # noqa: E402
 from robotrl.storage.demos import read_demos, write_demos  # noqa: E402
+
+CURVE = RESULTS_DIR / "vla_curve.json"
 
 
 def env_for(n: int, seed: int, split: str = "train", size: int = 64):
@@ -50,7 +60,8 @@ def env_for(n: int, seed: int, split: str = "train", size: int = 64):
                     image_size=(size, size))
 
 
-def throughput(fig: dict, size: int) -> None:
+def throughput(args, fig: dict) -> None:
+    size = args.image_size
     for n in (64, 128):
         env = env_for(n, 0, size=size)
         env.reset()
@@ -60,31 +71,97 @@ def throughput(fig: dict, size: int) -> None:
             steps += n
         fig[f"env_steps_per_s_images{size}_{n}worlds_cpu"] = steps / (time.perf_counter() - start)
         fig[f"frames_per_s_images{size}_{n}worlds_cpu"] = fig[f"env_steps_per_s_images{size}_{n}worlds_cpu"]
-    model = VLA(VLAConfig(image_size=size), 7, 4)
+    model = VLA(VLAConfig(image_size=size, vision_stages=args.vision_stages), 7, 4)
     model.set_instructions(torch.zeros(len(env.instructions), 384))
-    obs = env.reset()
-    obs = {k: v[:64] for k, v in obs.items()}
+    obs = {k: v[:64] for k, v in env.reset().items()}
     model.act(obs)
     count, start = 0, time.perf_counter()
     while time.perf_counter() - start < 10.0:
         model.act(obs)
         count += 64
     fig["vla_forward_frames_per_s_batch64_cpu"] = count / (time.perf_counter() - start)
+    fig["vla_vision_stages"] = args.vision_stages
     fig["env_steps_per_s_gpu"] = missing("no GPU on this machine")
 
 
-def fine_tune(method: str, sft_state: dict, table_emb: torch.Tensor, args, curve: list, fig: dict) -> None:
+def success_table(model: VLA, args, prefix: str, fig: dict) -> None:
+    """``<prefix>_success_{seen,unseen_wording}`` and their shuffled-instruction controls (+ wrong-tool rates)."""
+    encoder = MiniLMEncoder()
+    own = model.instruction_table.clone()
+    for split, key in (("train", "seen"), ("heldout", "unseen_wording")):
+        env = env_for(64, args.seed + (7 if split == "train" else 8), split, args.image_size)
+        model.set_instructions(env.instruction_embeddings(encoder))
+        for shuffle, suffix in ((False, ""), (True, "_shuffled_instruction")):
+            ev = S.evaluate(env, model, args.eval_episodes, shuffle_instructions=shuffle,
+                            gen=torch.Generator().manual_seed(args.seed))
+            fig[f"{prefix}_success_{key}{suffix}"] = ev["success"]
+            fig[f"{prefix}_wrong_tool_{key}{suffix}"] = ev["wrong_tool"]
+            print(f"{prefix} {key}{suffix}: success {ev['success']:.3f} wrong tool {ev['wrong_tool']:.3f}", flush=True)
+    model.set_instructions(own)
+
+
+def sft_phase(args, fig: dict) -> None:
+    env = env_for(32, args.seed, size=args.image_size)
+    t0 = time.perf_counter()
+    eps = collect(env, lambda o: env.task.scripted_action(), args.demos, noise=args.demo_noise,
+                  extra_obs=("image", "instruction"), seed=args.seed)
+    fig["demo_collect_wall_s"] = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "demos.hdf5")
+        write_demos(path, eps, {"task": "tool_use_language", "teacher": "scripted", "noise": args.demo_noise})
+        fig["demo_file_mb"] = os.path.getsize(path) / 1e6
+        eps, _ = read_demos(path)
+    fig["demo_episodes"] = len(eps)
+    fig["demo_steps"] = sum(int(ep["actions"].shape[0]) for ep in eps)
+    fig["demo_success"] = sum(ep["success"] for ep in eps) / len(eps)
+    fig["demo_action_noise_std"] = args.demo_noise
+    fig["demo_labels"] = "teacher_actions (clean, DART)" if "teacher_actions" in eps[0] else "applied actions"
+    print(f"demos: {len(eps)} episodes, success {fig['demo_success']:.3f}", flush=True)
+
+    teacher = lambda e: (lambda o: e.task.scripted_action())  # noqa: E731
+    for split, key in (("train", "seen"), ("heldout", "unseen_wording")):
+        ev_env = env_for(64, args.seed + (7 if split == "train" else 8), split, args.image_size)
+        fig[f"teacher_success_{key}"] = S.evaluate(ev_env, None, args.eval_episodes, policy=teacher(ev_env))["success"]
+
     torch.manual_seed(args.seed)
-    model = VLA(VLAConfig(image_size=args.image_size), 7, 4)
-    model.set_instructions(table_emb)
-    model.load_state_dict(sft_state)
-    cfg = G.GRPOConfig(method=method, lr=args.rl_lr, group_size=8, epochs=2, minibatches=4)
+    model = VLA(VLAConfig(image_size=args.image_size, vision_stages=args.vision_stages), 7, 4)
+    model.set_instructions(env.instruction_embeddings(MiniLMEncoder()))
+    t_sft = time.perf_counter()
+    data = S.build_dataset(model, eps)
+    losses = S.train_bc(model, data, args.sft_steps, args.sft_batch, args.sft_lr,
+                        gen=torch.Generator().manual_seed(args.seed))
+    fig["sft_train_wall_s"] = time.perf_counter() - t_sft
+    fig["sft_steps"] = args.sft_steps
+    fig["sft_lr"] = args.sft_lr
+    fig["sft_loss_first"] = sum(losses[:20]) / 20
+    fig["sft_loss_last"] = sum(losses[-20:]) / 20
+    print(f"SFT: {args.sft_steps} steps in {fig['sft_train_wall_s']:.0f}s, loss {fig['sft_loss_first']:.3f} -> "
+          f"{fig['sft_loss_last']:.3f}", flush=True)
+    fig["chance_success"] = 1 / len(env.task.specs)
+    fig["chance_note"] = ("1/tools: picking a tool uniformly at random; success also needs the grasp, so a "
+                          "language-blind copy of the SFT policy lands at about chance x its grasp rate")
+    success_table(model, args, "sft", fig)
+    save("vla", fig)  # the SFT figures survive a failure below
+    Path(args.sft_dir).mkdir(parents=True, exist_ok=True)
+    save_vla(model, Path(args.sft_dir), {"task": "tool_use_language", "algo": "vla_sft", "benchmark": "vla.py"})
+    fig["sft_checkpoint"] = args.sft_dir
+    print(table([(k, fmt(v)) for k, v in fig.items() if k.startswith(("demo", "teacher", "sft", "chance"))], "SFT"),
+          flush=True)
+
+
+def fine_tune(method: str, args, fig: dict) -> None:
+    torch.manual_seed(args.seed)
+    model = load_vla(args.sft_dir)
+    sft_seen = json.loads((RESULTS_DIR / "vla.json").read_text())["sft_success_seen"]  # from --phase sft
+    cfg = G.GRPOConfig(method=method, lr=args.rl_lr, group_size=8, epochs=2, minibatches=4,
+                       temperature=args.temperature)
     opt = torch.optim.AdamW(model.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
-    env = env_for(64, args.seed + 100)
-    eval_env = env_for(64, args.seed + 7)
+    env = env_for(64, args.seed + 100, size=args.image_size)
+    eval_env = env_for(64, args.seed + 7, size=args.image_size)
     gen = torch.Generator().manual_seed(args.seed)
-    start, it, train_time = time.perf_counter(), 0, 0.0
-    curve.append((method, 0.0, fig["sft_success_seen"]))
+    it, train_time = 0, 0.0
+    curve = json.loads(CURVE.read_text()) if CURVE.exists() else {}
+    points = [(0.0, sft_seen)]
     while train_time < args.rl_minutes * 60:
         t0 = time.perf_counter()
         batch = G.rollout(env, model, cfg.temperature, cfg.group_size if method == "grpo" else None, gen)
@@ -95,33 +172,81 @@ def fine_tune(method: str, sft_state: dict, table_emb: torch.Tensor, args, curve
         print(f"{method} it {it} t {train_time:.0f}s rollout success {metrics['success']:.3f} "
               + " ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k != "success"), flush=True)
         if it % args.eval_every == 0:
-            ev = S.evaluate(eval_env, model, 64, gen=gen)["success"]
-            curve.append((method, train_time, ev))
-            print(f"{method} eval success {ev:.3f} at {train_time:.0f}s", flush=True)
-    final_seen = S.evaluate(eval_env, model, 64, gen=gen)["success"]
-    unseen_env = env_for(64, args.seed + 8, "heldout")
-    model.set_instructions(unseen_env.instruction_embeddings(MiniLMEncoder()))
-    final_unseen = S.evaluate(unseen_env, model, 64, gen=gen)["success"]
-    model.set_instructions(table_emb)
-    curve.append((method, train_time, final_seen))
-    fig[f"{method}_success_seen"] = final_seen
-    fig[f"{method}_success_unseen_wording"] = final_unseen
+            ev = S.evaluate(eval_env, model, args.eval_episodes, gen=torch.Generator().manual_seed(args.seed))
+            points.append((train_time, ev["success"]))
+            print(f"{method} eval success {ev['success']:.3f} at {train_time:.0f}s", flush=True)
+    success_table(model, args, method, fig)
+    points.append((train_time, fig[f"{method}_success_seen"]))
+    curve[method] = points
+    CURVE.write_text(json.dumps(curve, indent=1) + "\n")
+    fig[f"{method}_temperature"] = cfg.temperature
+    fig[f"{method}_lr"] = cfg.lr
     fig[f"{method}_iterations"] = it
     fig[f"{method}_train_wall_s"] = train_time
-    fig[f"{method}_gain_over_sft_points"] = 100 * (final_seen - fig["sft_success_seen"])
-    del start
+    fig[f"{method}_gain_over_sft_points"] = 100 * (fig[f"{method}_success_seen"] - sft_seen)
 
 
-def plot(curve: list, path: Path) -> None:
+def residual_phase(args, fig: dict) -> None:
+    """ResFiT on the frozen SFT VLA: the residual sees [proprio, VLA readout features, VLA action]."""
+    from robotrl.algos.residual import Residual, ResidualConfig
+    from robotrl.envs.residual import BaseActionEnv
+    from robotrl.policies.vla import VLABase
+
+    torch.manual_seed(args.seed)
+    base = VLABase(load_vla(args.sft_dir))
+    env = BaseActionEnv(env_for(64, args.seed + 200, size=args.image_size), base)
+    # ResFiT's hardware values except a short critic warm-up and a larger actor lr, for a minutes-long CPU run.
+    cfg = ResidualConfig(scale=args.residual_scale, learning_starts=2048, critic_warmup_updates=500, utd=2.0,
+                         actor_lr=args.residual_actor_lr, batch_size=256)
+    algo = Residual(env.obs_dims["policy"], env.num_actions, cfg, env.num_envs, env.device, demos=None,
+                    has_base=True, seed=args.seed)
+    eval_env = BaseActionEnv(env_for(64, args.seed + 7, size=args.image_size), base)
+    gen = torch.Generator().manual_seed(args.seed)
+
+    def success(policy) -> float:  # noqa: ANN001
+        return S.evaluate(eval_env, None, args.eval_episodes, gen=gen, policy=policy)["success"]
+
+    fig["residual_base_success_seen"] = success(lambda o: o["base_action"])
+    obs, steps, updates, wall, finished, succeeded = env.reset(), 0, 0, 0.0, 0, 0.0
+    stats: dict[str, float] = {}
+    while wall < args.residual_minutes * 60:
+        t0 = time.perf_counter()
+        for _ in range(16):
+            action = algo.act(obs)
+            obs, reward, term, trunc, info = env.step(action)
+            algo.process_step(obs, reward, term, trunc, info)
+            if "episode" in info:
+                finished += int(info["episode"]["success"].numel())
+                succeeded += float(info["episode"]["success"].sum())
+            steps += env.num_envs
+            if algo.ready():
+                stats = algo.update(obs)
+                updates = algo.num_updates
+        wall += time.perf_counter() - t0
+        rate = succeeded / max(finished, 1)
+        print(f"residual {wall:.0f}s env steps {steps} updates {updates} train success {rate:.3f} "
+              + " ".join(f"{k} {v:.3g}" for k, v in stats.items()), flush=True)
+        finished, succeeded = 0, 0.0
+    fig["residual_success_seen"] = success(lambda o: algo.policy.act_inference(o["policy"]))
+    fig["residual_env_steps"] = steps
+    fig["residual_gradient_updates"] = updates
+    fig["residual_train_wall_s"] = wall
+    fig["residual_scale"] = cfg.scale
+    fig["residual_actor_lr"] = cfg.actor_lr
+    fig["residual_gain_over_base_points"] = 100 * (fig["residual_success_seen"] - fig["residual_base_success_seen"])
+    fig.pop("residual_success", None)
+
+
+def plot(path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    curve = json.loads(CURVE.read_text())
     fig, ax = plt.subplots(figsize=(6, 4))
-    for method in sorted({m for m, _, _ in curve}):
-        pts = [(t / 60, s) for m, t, s in curve if m == method]
-        ax.plot(*zip(*pts, strict=True), marker="o", label=method.upper())
+    for method, pts in sorted(curve.items()):
+        ax.plot([t / 60 for t, _ in pts], [s for _, s in pts], marker="o", label=method.upper())
     ax.set_xlabel("fine-tuning wall-clock (min, CPU)")
     ax.set_ylabel("success (deterministic, seen wording)")
     ax.set_ylim(0, 1)
@@ -133,84 +258,49 @@ def plot(curve: list, path: Path) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--phase", choices=("throughput", "sft", "rl", "residual"), required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--image-size", type=int, default=64)
-    p.add_argument("--demos", type=int, default=128)
+    p.add_argument("--vision-stages", type=int, default=5)
+    p.add_argument("--demos", type=int, default=1024)
     p.add_argument("--demo-noise", type=float, default=0.1)
-    p.add_argument("--sft-steps", type=int, default=800)
-    p.add_argument("--rl-minutes", type=float, default=6.0)
+    p.add_argument("--sft-steps", type=int, default=6000)
+    p.add_argument("--sft-batch", type=int, default=64)
+    p.add_argument("--sft-lr", type=float, default=1e-3)
+    p.add_argument("--sft-dir", default="runs/vla_bench/sft")
+    p.add_argument("--eval-episodes", type=int, default=128)
+    p.add_argument("--rl-minutes", type=float, default=8.0)
     p.add_argument("--rl-lr", type=float, default=1e-4)
-    p.add_argument("--eval-every", type=int, default=4)
-    p.add_argument("--methods", nargs="+", default=["grpo", "ppo"])
-    p.add_argument("--skip-throughput", action="store_true")
-    p.add_argument("--torch-threads", type=int, default=1, help="intra-op threads (1: no spin-waiting on a shared CPU)")
+    p.add_argument("--temperature", type=float, default=1.6)
+    p.add_argument("--eval-every", type=int, default=5)
+    p.add_argument("--methods", nargs="+", default=["grpo"])
+    p.add_argument("--residual-minutes", type=float, default=6.0)
+    p.add_argument("--residual-scale", type=float, default=0.1)
+    p.add_argument("--residual-actor-lr", type=float, default=1e-4)
+    p.add_argument("--torch-threads", type=int, default=2, help="intra-op threads (run under the CPU lock)")
     args = p.parse_args()
     torch.set_num_threads(args.torch_threads)
-    torch.manual_seed(args.seed)
     fig: dict = {"task": "tool_use_language", "image_size_px": args.image_size, "seed": args.seed,
-                 **load_avg("at_start")}
+                 **load_avg(f"{args.phase}_start")}
     t0 = time.perf_counter()
-    if not args.skip_throughput:
-        throughput(fig, args.image_size)
-        print(table([(k, fmt(v)) for k, v in fig.items() if "per_s" in k], "throughput"), flush=True)
-
-    env = env_for(32, args.seed, size=args.image_size)
-    eps = collect(env, lambda o: env.task.scripted_action(), args.demos, noise=args.demo_noise,
-                  extra_obs=("image", "instruction"), seed=args.seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "demos.hdf5")
-        write_demos(path, eps, {"task": "tool_use_language", "teacher": "scripted", "noise": args.demo_noise})
-        fig["demo_file_mb"] = os.path.getsize(path) / 1e6
-        eps, _ = read_demos(path)
-    fig["demo_episodes"] = len(eps)
-    fig["demo_steps"] = sum(int(ep["actions"].shape[0]) for ep in eps)
-    fig["demo_success"] = sum(ep["success"] for ep in eps) / len(eps)
-
-    eval_seen, eval_unseen = env_for(64, args.seed + 7), env_for(64, args.seed + 8, "heldout")
-    teacher = lambda e: (lambda o: e.task.scripted_action())  # noqa: E731
-    fig["teacher_success_seen"] = S.evaluate(eval_seen, None, 128, policy=teacher(eval_seen))["success"]
-    fig["teacher_success_unseen_wording"] = S.evaluate(eval_unseen, None, 128, policy=teacher(eval_unseen))["success"]
-
-    encoder = MiniLMEncoder()
-    model = VLA(VLAConfig(image_size=args.image_size), 7, 4)
-    table_emb = env.instruction_embeddings(encoder)
-    model.set_instructions(table_emb)
-    t_sft = time.perf_counter()
-    data = S.build_dataset(model, eps)
-    losses = S.train_bc(model, data, args.sft_steps, 64, 3e-4, gen=torch.Generator().manual_seed(args.seed))
-    fig["sft_train_wall_s"] = time.perf_counter() - t_sft
-    fig["sft_loss_first"] = sum(losses[:20]) / 20
-    fig["sft_loss_last"] = sum(losses[-20:]) / 20
-    gen = torch.Generator().manual_seed(args.seed)
-    fig["sft_success_seen"] = S.evaluate(eval_seen, model, 64, gen=gen)["success"]
-    # The held-out wording lives in another instruction list: embed it for the same weights.
-    unseen_model = model
-    unseen_model.set_instructions(eval_unseen.instruction_embeddings(encoder))
-    fig["sft_success_unseen_wording"] = S.evaluate(eval_unseen, unseen_model, 64, gen=gen)["success"]
-    model.set_instructions(table_emb)
-    shuffled = S.evaluate(eval_seen, model, 64, shuffle_instructions=True, gen=gen)
-    fig["sft_success_shuffled_instruction"] = shuffled["success"]
-    fig["sft_wrong_tool_shuffled_instruction"] = shuffled["wrong_tool"]
-    fig["chance_success"] = 1 / len(env.task.specs)
-    print(f"SFT done at {time.perf_counter() - t0:.0f}s", flush=True)
-    print(table([(k, fmt(v)) for k, v in fig.items() if k.startswith(("demo", "teacher", "sft", "chance"))], "SFT"),
-          flush=True)
-
-    save("vla", fig)  # SFT figures survive a later interruption
-    sft_state = {k: v.clone() for k, v in model.state_dict().items()}
-    curve: list = []
-    for method in args.methods:
-        fine_tune(method, sft_state, table_emb, args, curve, fig)
-        save("vla", fig)
-    fig["residual_success"] = missing("ResFiT on the frozen VLA not wired up yet (see README, VLA section)")
-    fig["total_wall_s"] = time.perf_counter() - t0
-    png = RESULTS_DIR / "vla_success.png"
-    plot(curve, png)
-    fig["plot"] = str(png.relative_to(RESULTS_DIR.parent.parent))
+    if args.phase == "throughput":
+        throughput(args, fig)
+    elif args.phase == "sft":
+        sft_phase(args, fig)
+    elif args.phase == "rl":
+        for method in args.methods:
+            fine_tune(method, args, fig)
+            save("vla", fig)
+        png = RESULTS_DIR / "vla_success.png"
+        plot(png)
+        fig["plot"] = str(png.relative_to(RESULTS_DIR.parent.parent))
+    else:
+        residual_phase(args, fig)
+    fig[f"{args.phase}_phase_wall_s"] = time.perf_counter() - t0
+    fig.update(load_avg(f"{args.phase}_end"))
     out = save("vla", fig)
-    print(table([(k, fmt(v)) for k, v in fig.items() if k.startswith(("grpo", "ppo", "residual", "sft_success"))],
-                "fine-tuning"))
-    print(f"wrote {out} and {png}")
+    print(table([(k, fmt(v)) for k, v in fig.items() if not k.startswith("load_avg")], args.phase))
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
