@@ -17,6 +17,7 @@ _REGISTRY: dict[str, str] = {
     "tool_use": "robotrl.tasks.tool_use",
     "driving": "robotrl.tasks.driving",
     "tool_use_language": "robotrl.tasks.tool_use.language",
+    "driving_language": "robotrl.tasks.driving.language",
 }
 
 
