@@ -3,11 +3,15 @@
     python benchmarks/driving.py throughput            # env steps/s, 64 worlds (about 1 min)
     python benchmarks/driving.py train --minutes 14    # robotrl train task=driving, then evaluate
     python benchmarks/driving.py eval --run runs/...   # evaluate an existing run only
+    python benchmarks/driving.py stress --run runs/... # held-out tracks with traffic, off the training distribution
 
 Held-out evaluation runs one episode per world (2 x 128 worlds, deterministic actions) on the
 held-out track seeds, once with the road clear (``scenario_prob=0``) and once with 3
 obstacles and 2 traffic vehicles in every episode (``scenario_prob=1``). Taking exactly one
-episode per world avoids over-counting short (failed) episodes. Results are merged into
+episode per world avoids over-counting short (failed) episodes. ``stress`` evaluates the same way
+(held-out tracks, traffic in every episode) under task overrides that leave the training
+distribution (``STRESS``: tighter turns, narrower roads, denser and faster traffic), beside the
+in-distribution reference, with keys ``stress_<name>_<metric>``. Results are merged into
 ``benchmarks/results/driving.json`` as flat keys, with the machine and the date.
 """
 
@@ -76,19 +80,35 @@ def episodes_once(policy, cfg, num_envs: int, seed: int) -> dict[str, torch.Tens
     return {k: v[done] for k, v in stats.items()}
 
 
+# name -> task overrides; training uses min_turn_radius 1.5, track_radius [5, 9], half_width [0.8, 1.0],
+# 3 obstacles, 2 traffic cars at 0.6-1.2 m/s
+STRESS: dict[str, dict] = {
+    "reference": {},
+    "tight_turns": {"min_turn_radius": 1.0, "track_radius": [4.0, 6.0]},
+    "narrow_road": {"half_width": [0.6, 0.7]},
+    "dense_traffic": {"num_obstacles": 5, "num_traffic": 4},
+    "fast_traffic": {"traffic_speed": [1.2, 1.8]},
+    "all_combined": {"min_turn_radius": 1.0, "track_radius": [4.0, 6.0], "half_width": [0.6, 0.7],
+                     "num_obstacles": 5, "num_traffic": 4, "traffic_speed": [1.2, 1.8]},
+}
+
+
 def evaluate_run(
-    run_dir: str, scenario_prob: float, num_envs: int = 128, rounds: int = 2, split: str = "heldout"
+    run_dir: str, scenario_prob: float, num_envs: int = 128, rounds: int = 2, split: str = "heldout",
+    **overrides,
 ) -> dict:
     """One deterministic episode per world, ``rounds`` env seeds of ``num_envs`` worlds, pooled.
 
-    ``*_se`` keys are standard errors of the mean over episodes.
+    ``overrides`` are task config fields (as ``robotrl eval task.<field>=...``). ``*_se`` keys are
+    standard errors of the mean over episodes.
     """
     from robotrl.tasks import task_config_from_meta
 
     from robotrl.policies.io import load_policy
 
     policy, meta = load_policy(run_dir)
-    cfg = task_config_from_meta(meta, split=split, scenario_prob=scenario_prob, randomize=False, num_tracks=32)
+    cfg = task_config_from_meta(meta, split=split, scenario_prob=scenario_prob, randomize=False, num_tracks=32,
+                                 **overrides)
     parts = [episodes_once(policy, cfg, num_envs, seed=123 + r) for r in range(rounds)]
     stats = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
     n = len(stats["route_completion"])
@@ -160,7 +180,7 @@ def save(results: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["throughput", "train", "eval"])
+    parser.add_argument("mode", choices=["throughput", "train", "eval", "stress"])
     parser.add_argument("--minutes", type=float, default=14.0, help="training wall-clock budget")
     parser.add_argument("--run", default="runs/driving/benchmark", help="run directory")
     parser.add_argument("--seed", type=int, default=0)
@@ -181,6 +201,18 @@ def main() -> None:
             results[f"env_steps_per_s_cpu_64{name}"] = median
             results[f"env_steps_per_s_cpu_64{name}_best"] = best
         results["throughput_cpu_threads"] = os.cpu_count()
+        save(results)
+        return
+    if args.mode == "stress":
+        results["stress_run"] = args.run
+        print(f"{'setting':<14} {'route':>6} {'laps':>5} {'collide':>7} {'off-road':>8}", flush=True)
+        for name, overrides in STRESS.items():
+            r = evaluate_run(args.run, 1.0, **overrides)
+            results.update({f"stress_{name}_{k}": v for k, v in r.items()})
+            pairs = (f"task.{k}={str(v).replace(' ', '')}" for k, v in overrides.items())
+            results[f"stress_{name}_overrides"] = " ".join(pairs)
+            print(f"{name:<14} {r['route_completion']:6.3f} {r['lap_rate']:5.2f} {r['collision_rate']:7.3f} "
+                  f"{r['off_road_rate']:8.3f}", flush=True)
         save(results)
         return
     if args.mode == "train":
