@@ -11,10 +11,6 @@ def _default_scales() -> dict[str, float]:
     return {"route_gain": 50.0, "infraction": 10.0, "speed_band": 0.25, "lane_band": 0.25}
 
 
-def _default_pace_bands() -> dict[str, list[float]]:
-    return {"slow": [0.4, 0.8], "fast": [1.6, 2.6]}
-
-
 @dataclass
 class DrivingLanguageConfig(DrivingConfig):
     """The driving task where an instruction sets a speed band and the side of the road to keep to.
@@ -27,10 +23,9 @@ class DrivingLanguageConfig(DrivingConfig):
 
     Attributes:
         instruction_split: ``train`` templates or ``heldout`` paraphrases (never trained on).
-        pace_bands: forward speed band ``[low, high]`` (m/s) of each pace word; keys are
-            paces of ``instructions.PACE_WORDS`` (``slow``, ``fast``). The car's no-load top
-            speed is 5 m/s; the fast band stays below what the tightest turns (1.5 m radius)
-            allow with the lowest tyre friction.
+        slow_band: forward speed band ``[low, high]`` (m/s) of the ``slow`` instructions.
+        fast_band: the same for ``fast``. The car's no-load top speed is 5 m/s; the band stays
+            well below what the tightest turns (1.5 m radius) allow with the lowest tyre friction.
         lane_band: ``[low, high]`` of the lateral offset, in half-widths towards the commanded
             side (0: centreline, 1: road edge), that counts as keeping to that side.
         speed_tolerance: m/s outside the speed band at which the ``speed_band`` reward reaches 0.
@@ -42,7 +37,8 @@ class DrivingLanguageConfig(DrivingConfig):
         teacher_lookahead: pure-pursuit look-ahead of ``scripted_action``, m (plus 0.3 s of travel).
         teacher_lane: lateral target of ``scripted_action``, in half-widths towards the commanded side.
         reward_scales: the driving terms (``route_gain``, ``infraction``) plus ``speed_band`` and
-            ``lane_band``: per step, 1 inside the band, falling linearly to 0 at the tolerance.
+            ``lane_band``: per step, 1 at the band's centre, falling linearly to 0 at the tolerance
+            outside the band.
 
     """
 
@@ -55,7 +51,8 @@ class DrivingLanguageConfig(DrivingConfig):
     lane_penalty: float = 1.0
     min_speed_penalty: float = 1.0
     instruction_split: str = "train"
-    pace_bands: dict[str, list[float]] = field(default_factory=_default_pace_bands)
+    slow_band: list[float] = field(default_factory=lambda: [0.4, 0.8])
+    fast_band: list[float] = field(default_factory=lambda: [1.6, 2.6])
     lane_band: list[float] = field(default_factory=lambda: [0.25, 0.85])
     speed_tolerance: float = 0.5
     lane_tolerance: float = 0.5

@@ -10,6 +10,8 @@ every ``(template, intent)`` pair of its split, template-major, so an index is s
 
 from __future__ import annotations
 
+PACES: tuple[str, ...] = ("slow", "fast")
+"""Paces, in intent order (their speed bands are config fields ``slow_band`` and ``fast_band``)."""
 SIDES: tuple[str, ...] = ("left", "right")
 """Sides of the road, in intent order; ``left`` is the positive lateral offset."""
 PACE_WORDS: dict[str, dict[str, str]] = {
@@ -33,34 +35,29 @@ HELDOUT_TEMPLATES: tuple[str, ...] = (
 TEMPLATE_SPLITS: dict[str, tuple[str, ...]] = {"train": TRAIN_TEMPLATES, "heldout": HELDOUT_TEMPLATES}
 
 
-def intents(paces: tuple[str, ...]) -> list[tuple[int, int]]:
-    """All ``(pace index, side index)`` pairs, pace-major: intent ``k`` is ``(k // 2, k % 2)``."""
-    return [(p, s) for p in range(len(paces)) for s in range(len(SIDES))]
+INTENTS: tuple[tuple[str, str], ...] = tuple((p, s) for p in PACES for s in SIDES)
+"""All ``(pace, side)`` pairs, pace-major: intent ``k`` is pace ``k // 2`` and side ``k % 2``."""
 
 
-def instruction_list(paces: tuple[str, ...], split: str) -> tuple[list[str], list[int]]:
+def instruction_list(split: str) -> tuple[list[str], list[int]]:
     """All instructions of ``split`` and the intent each one asks for.
 
     Args:
-        paces: pace names (keys of ``PACE_WORDS``), in the config's order.
         split: ``train`` or ``heldout`` templates.
 
     Returns:
         ``(texts, intent)``: ``L`` instruction strings (template-major), and for each the index
-        of its ``(pace, side)`` pair in ``intents(paces)``.
+        of its ``(pace, side)`` pair in ``INTENTS``.
 
     Raises:
-        ValueError: unknown split or pace (valid ones listed).
+        ValueError: unknown split (valid ones listed).
 
     """
     if split not in TEMPLATE_SPLITS:
         raise ValueError(f"Unknown instruction split {split!r}; valid: {', '.join(TEMPLATE_SPLITS)}.")
-    unknown = [p for p in paces if p not in PACE_WORDS]
-    if unknown:
-        raise ValueError(f"Unknown pace(s) {unknown}; valid: {', '.join(PACE_WORDS)}.")
     texts, target = [], []
     for template in TEMPLATE_SPLITS[split]:
-        for k, (p, s) in enumerate(intents(paces)):
-            texts.append(template.format(side=SIDES[s], **PACE_WORDS[paces[p]]))
+        for k, (pace, side) in enumerate(INTENTS):
+            texts.append(template.format(side=side, **PACE_WORDS[pace]))
             target.append(k)
     return texts, target

@@ -15,8 +15,13 @@ def band_distance(x: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> tor
 
 
 def band_reward(x: torch.Tensor, low: torch.Tensor, high: torch.Tensor, tolerance: float) -> torch.Tensor:
-    """1 inside ``[low, high]``, falling linearly to 0 at ``tolerance`` outside it."""
-    return (1.0 - band_distance(x, low, high) / max(tolerance, 1e-9)).clamp(min=0.0)
+    """A tent over the band: 1 at its centre, linear to 0 at ``tolerance`` outside either edge.
+
+    Inside the band the reward still rises towards the centre, so a progress reward (which
+    favours speed) does not push a policy onto the band's upper edge.
+    """
+    half = 0.5 * (high - low)
+    return (1.0 - (x - 0.5 * (low + high)).abs() / (half + max(tolerance, 1e-9))).clamp(min=0.0)
 
 
 def side_offset(lateral: torch.Tensor, half_width: torch.Tensor, side_sign: torch.Tensor) -> torch.Tensor:

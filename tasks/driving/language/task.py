@@ -2,8 +2,8 @@
 
 The driving task (``tasks/driving/task.py``: the car, the procedural tracks, the CaRL
 progress reward and the infractions) plus an instruction per world. Each instruction asks
-for an *intent*: a pace, whose speed band is ``cfg.pace_bands[pace]`` (``slow`` 0.4-0.8 m/s,
-``fast`` 1.6-2.6 m/s by default), and a side, ``left`` or ``right``: keep the car's centre
+for an *intent*: a pace, whose speed band is ``cfg.slow_band`` (0.4-0.8 m/s by default) or
+``cfg.fast_band`` (1.6-2.6 m/s), and a side, ``left`` or ``right``: keep the car's centre
 ``cfg.lane_band`` half-widths (0.25-0.85) off the centreline on that side. Every reset
 draws a new instruction (uniform over the split's list) for the reset worlds.
 
@@ -12,8 +12,8 @@ steps have the forward speed in the band *and* the lateral offset in the lane ba
 hard infraction ended the episode. It is read when the episode ends (time-out, lap or infraction).
 
 Reward terms (unscaled): the driving task's ``route_gain`` and ``infraction``, plus
-``speed_band`` and ``lane_band``: each step 1 inside its band, falling linearly to 0 at
-``speed_tolerance`` m/s / ``lane_tolerance`` half-widths outside it.
+``speed_band`` and ``lane_band``: each step 1 at the centre of its band, falling linearly to 0
+at ``speed_tolerance`` m/s / ``lane_tolerance`` half-widths outside it (``rewards.band_reward``).
 
 The policy observation is the driving task's (ego speed, route errors, route ahead, rays,
 steering, last action): *what* to do must come from ``obs["instruction"]`` (an index into
@@ -29,7 +29,7 @@ import torch
 from robotrl.tasks.driving import constants as C
 from robotrl.tasks.driving.language import rewards as R
 from robotrl.tasks.driving.language.config import DrivingLanguageConfig
-from robotrl.tasks.driving.language.instructions import SIDES, instruction_list
+from robotrl.tasks.driving.language.instructions import PACES, SIDES, instruction_list
 from robotrl.tasks.driving.task import DrivingTask
 
 from robotrl.rotations import yaw_from_quat
@@ -63,17 +63,15 @@ class DrivingLanguageTask(DrivingTask):
 
     def __init__(self, cfg: DrivingLanguageConfig, num_envs: int, device: torch.device) -> None:
         super().__init__(cfg, num_envs, device)
-        self.paces = tuple(cfg.pace_bands)
-        texts, intent = instruction_list(self.paces, cfg.instruction_split)
+        texts, intent = instruction_list(cfg.instruction_split)
         self.instructions: list[str] = texts
         self.image_camera = cfg.camera_name
         self._instr_intent = torch.tensor(intent, dtype=torch.long, device=device)
-        self._bands = torch.tensor([cfg.pace_bands[p] for p in self.paces], dtype=torch.float32, device=device)
-        self.num_intents = len(self.paces) * len(SIDES)
+        self._bands = torch.tensor([cfg.slow_band, cfg.fast_band], dtype=torch.float32, device=device)  # PACES order
 
     def obs_layout(self) -> list[tuple[str, int]]:
         """The driving task's slices, plus the intent's one-hots with ``privileged_instruction``."""
-        extra = [("pace", len(self.paces)), ("side", len(SIDES))] if self.cfg.privileged_instruction else []
+        extra = [("pace", len(PACES)), ("side", len(SIDES))] if self.cfg.privileged_instruction else []
         return super().obs_layout() + extra
 
     # --- lifecycle -------------------------------------------------------------------
@@ -143,7 +141,7 @@ class DrivingLanguageTask(DrivingTask):
 
     # --- signals ---------------------------------------------------------------------
     def _intent_onehot(self) -> torch.Tensor:
-        pace = torch.nn.functional.one_hot(self.pace_id, len(self.paces)).float()
+        pace = torch.nn.functional.one_hot(self.pace_id, len(PACES)).float()
         side = torch.nn.functional.one_hot(self.intent % len(SIDES), len(SIDES)).float()
         return torch.cat([pace, side], dim=1)
 
