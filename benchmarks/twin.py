@@ -21,7 +21,15 @@ of two geoms' frictions, so tyre multipliers below 1 never mattered); ``robotrl 
 over friction 0.3..1.2, track curvature, traffic speed and obstacles; then the run is
 continued for the same extra time twice: with ``task.scenarios=<mined> task.scenario_mix=0.5``
 and, as the control, without. Success is measured in the mined regions and elsewhere on
-fresh scenarios.
+fresh scenarios. The mined regions (miner and uniform baseline: same budget, same region
+extraction) are scored on held-out scenarios drawn uniformly and labelled by the narrow
+policy: ``*_planted_failure_coverage_pct`` is the share of the held-out failures inside the
+planted box (friction < 1.0) that the regions contain (the planted failure region by volume,
+each point weighted by its failure probability); ``*_planted_excess_failure_coverage_pct``
+counts only failures above the failure rate of the trained regime (friction >= 1.0);
+``*_planted_box_coverage_pct`` is the share of the whole box, failing or not. A region is
+false when its held-out failure rate is < 0.5 (``*_false_regions``), or also when less than
+half of its friction interval lies in the planted box (``*_false_regions_vs_planted``).
 
 Sim-to-sim: bags recorded in MuJoCo (random excitation, nominal physics) replayed open loop
 with the recorded commands from the recorded initial state in MuJoCo (exact by construction)
@@ -132,6 +140,15 @@ PLANT_DIR = Path(os.environ.get("TWIN_PLANT_DIR", "/tmp/twin_plant"))
 NARROW = ["task=driving", "task.friction_range=[1.0,1.2]", "seed=0", "progress=false", "tensorboard=false",
           "eval_at_end=false"]
 MINE_PARAMS = ["friction", "max_curvature", "traffic_speed", "obstacles"]
+PLANTED_FRICTION = 1.0  # the planted box: friction below what the narrow run ever saw
+PLANT_STAGES = ("train", "mine", "heldout", "retrain_mined", "retrain_control", "eval")
+# what a stage writes (under PLANT_DIR, and its key in state.json), and what it makes stale when it runs again
+_PRODUCTS = {"train": ["narrow"], "mine": ["miner.yaml", "uniform.yaml"], "heldout": ["heldout.npz"],
+             "retrain_mined": ["mined"], "retrain_control": ["control"], "eval": []}
+_STALE_AFTER = {"train": PLANT_STAGES[1:], "mine": ("retrain_mined", "eval"), "heldout": (),
+                "retrain_mined": (), "retrain_control": (), "eval": ()}  # a retrain drops its own eval keys
+EVAL_POLICIES = ("narrow", "mined", "control")
+_RUN_STAGE = {"narrow": "train", "mined": "retrain_mined", "control": "retrain_control"}
 
 
 def _train(run, max_time_s, extra=()):
@@ -144,20 +161,6 @@ def _train(run, max_time_s, extra=()):
     subprocess.run(cmd, check=True)
 
 
-def _inside(x, regions, names):
-    m = np.zeros(len(x), dtype=bool)
-    for r in regions:
-        inn = np.ones(len(x), dtype=bool)
-        for name, (lo, hi) in r.bounds.items():
-            col = x[:, names.index(name)]
-            inn &= (col >= lo) & (col <= hi)
-        m |= inn
-    return m
-
-
-PLANT_STAGES = ("train", "mine", "heldout", "retrain_mined", "retrain_control", "eval")
-
-
 def _plant_state():
     path = PLANT_DIR / "state.json"
     return json.loads(path.read_text()) if path.exists() else {}
@@ -167,84 +170,184 @@ def _save_plant_state(state):
     (PLANT_DIR / "state.json").write_text(json.dumps(state, indent=1, default=float))
 
 
-def planted_rows(stages=PLANT_STAGES, train_s=480, extra_s=240, budget=512, n_eval=384):
-    """The planted-weakness experiment in stages of < 10 minutes each (state cached in PLANT_DIR)."""
+def _discard(stage, state):
+    """Remove a stage's products and results (it is to be redone, or what it used was replaced)."""
     import shutil
 
-    from robotrl.twin.evaluate import ScenarioEvaluator
-    from robotrl.twin.mine import _from_unit
-    from robotrl.twin.scenarios import ScenarioFile
+    for name in _PRODUCTS[stage]:
+        path = PLANT_DIR / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    state.pop(stage, None)
+    state.get("meta", {}).pop(stage, None)
+    if stage.startswith("retrain_"):  # the evaluation of that policy
+        policy = stage.split("_")[1]
+        state["eval"] = {k: v for k, v in state.get("eval", {}).items() if not k.startswith(f"{policy}_")}
 
-    PLANT_DIR.mkdir(parents=True, exist_ok=True)
-    narrow = PLANT_DIR / "narrow"
-    out = _plant_state()
-    out.update({"train_narrow_s": train_s, "retrain_extra_s": extra_s, "mine_budget": budget,
-                "mine_params": MINE_PARAMS,
-                "narrowed": "task.friction_range=[1.0,1.2] (effective road friction >= 1.0)"})
-    if "train" in stages and not (narrow / "checkpoints" / "latest.json").is_file():
-        _train(narrow, train_s)
-    files = {name: PLANT_DIR / f"{name}.yaml" for name in ("miner", "uniform")}
-    if "mine" in stages and not all(f.exists() for f in files.values()):
-        ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1)
-        t0 = time.time()
-        for name, uniform in (("miner", False), ("uniform", True)):
-            res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform)
-            out[f"{name}_failure_rate_in_samples"] = float(1 - res.success.mean())
-            out[f"{name}_regions"] = [r.summary for r in res.regions]
-            ScenarioFile("driving", ev.params, res.regions).save(files[name])
-        out["mine_wall_s"] = round(time.time() - t0, 1)
-        _save_plant_state(out)
-    params = ScenarioFile.load(files["miner"]).params if files["miner"].exists() else None
-    regions = {name: ScenarioFile.load(f).regions for name, f in files.items() if f.exists()}
-    if "heldout" in stages and "miner_recall_of_heldout_failures_pct" not in out:
-        # held-out scenarios: uniform over the space, labelled by the narrow policy -> the empirical failure region
-        ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1)
-        x_eval = _from_unit(np.random.default_rng(123).random((n_eval, len(MINE_PARAMS))), params)
-        planted = x_eval[:, 0] < 1.0
-        fail = ~ev(x_eval)
-        for name in ("miner", "uniform"):
-            inside = _inside(x_eval, regions[name], MINE_PARAMS)
-            recall = float((inside & fail).sum() / max(fail.sum(), 1))
-            out[f"{name}_recall_of_heldout_failures_pct"] = round(100 * recall, 1)
-            out[f"{name}_precision_failure_rate_inside_pct"] = (round(100 * float(fail[inside].mean()), 1)
-                                                                if inside.any() else float("nan"))
-            out[f"{name}_false_regions"] = int(sum(
-                1 for r in regions[name] if _inside(x_eval, [r], MINE_PARAMS).any()
-                and fail[_inside(x_eval, [r], MINE_PARAMS)].mean() < 0.5))
-            out[f"{name}_planted_box_coverage_pct"] = round(100 * float((inside & planted).sum() / planted.sum()), 1)
-        out["narrow_heldout_failure_rate_planted_pct"] = round(100 * float(fail[planted].mean()), 1)
-        out["narrow_heldout_failure_rate_trained_pct"] = round(100 * float(fail[~planted].mean()), 1)
-        _save_plant_state(out)
-    # retrain: continue the narrow run for extra_s with the mined scenarios mixed in, and without (control)
-    runs = {"mined": ["task.scenarios=" + str(files["miner"]), "task.scenario_mix=0.5"], "control": []}
-    for name, extra in runs.items():
-        run = PLANT_DIR / name
-        if f"retrain_{name}" in stages and not (run / "done").is_file():
-            shutil.rmtree(run, ignore_errors=True)
-            shutil.copytree(narrow, run)
-            _train(run, train_s + extra_s, ["resume=true", *extra])
-            (run / "done").write_text("done")
-    if "eval" in stages and all((PLANT_DIR / n / "done").is_file() for n in runs):
-        in_region = ScenarioFile("driving", params, regions["miner"]).sample(n_eval, torch.Generator().manual_seed(7))
-        x_in = np.stack([in_region[n].numpy() for n in MINE_PARAMS], 1)
-        pool = _from_unit(np.random.default_rng(8).random((4 * n_eval, len(MINE_PARAMS))), params)
-        x_out = pool[~_inside(pool, regions["miner"], MINE_PARAMS)][:n_eval]
-        for name in ("narrow", "mined", "control"):
-            e = ScenarioEvaluator(PLANT_DIR / name, MINE_PARAMS, worlds=128, seed=2)
-            out[f"{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
-            out[f"{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)
-        out["eval_scenarios_per_set"] = n_eval
-        _save_plant_state(out)
-    out["stages_done"] = [st for st in PLANT_STAGES if _stage_done(st, out)]
+
+def _trained_s(run):
+    """Training seconds the run's latest checkpoint records (0 without one): a run killed early is not done."""
+    latest = run / "checkpoints" / "latest.json"
+    if not latest.is_file():
+        return 0.0
+    name = json.loads(latest.read_text())["name"]
+    return float(json.loads((run / "checkpoints" / f"{name}.json").read_text()).get("elapsed_s", 0.0))
+
+
+def _stage_done(stage, state, train_s=480, extra_s=240):
+    if stage == "train":
+        return _trained_s(PLANT_DIR / "narrow") >= train_s
+    if stage in ("retrain_mined", "retrain_control"):
+        return _trained_s(PLANT_DIR / stage.split("_")[1]) >= train_s + extra_s
+    if stage == "eval":
+        return all(f"{n}_success_elsewhere_pct" in state.get("eval", {}) for n in EVAL_POLICIES)
+    return stage in state and all((PLANT_DIR / f).exists() for f in _PRODUCTS[stage])
+
+
+def _planted_share(region, params):
+    """Fraction of a region's friction interval below PLANTED_FRICTION (the planted box is a friction band)."""
+    p = next(q for q in params if q.name == "friction")
+    lo, hi = region.bounds.get("friction", [p.low, p.high])
+    return max(0.0, min(hi, PLANTED_FRICTION) - lo) / max(hi - lo, 1e-12)
+
+
+def heldout_metrics(x, fail, regions, params):
+    """Mined regions against held-out scenarios (uniform, labelled by the narrow policy); see the README."""
+    from robotrl.twin.mine import failure_coverage, inside_regions
+
+    planted = x[:, MINE_PARAMS.index("friction")] < PLANTED_FRICTION
+    background = float(fail[~planted].mean())
+    out = {}
+    for name, regs in regions.items():
+        inside = inside_regions(x, regs, params)
+        each = [inside_regions(x, [r], params) for r in regs]
+        false = [bool(m.any() and fail[m].mean() < 0.5) for m in each]
+        out[f"{name}_regions_count"] = len(regs)
+        out[f"{name}_regions_volume_pct"] = round(100 * float(inside.mean()), 1)
+        out[f"{name}_recall_of_heldout_failures_pct"] = round(100 * failure_coverage(inside, fail), 1)
+        out[f"{name}_precision_failure_rate_inside_pct"] = (round(100 * float(fail[inside].mean()), 1)
+                                                            if inside.any() else float("nan"))
+        out[f"{name}_false_regions"] = int(sum(false))
+        out[f"{name}_false_regions_vs_planted"] = int(sum(f or _planted_share(r, params) < 0.5
+                                                          for f, r in zip(false, regs, strict=True)))
+        out[f"{name}_regions_without_heldout_points"] = int(sum(not m.any() for m in each))
+        out[f"{name}_planted_box_coverage_pct"] = round(100 * float((inside & planted).sum() / planted.sum()), 1)
+        out[f"{name}_planted_failure_coverage_pct"] = round(100 * failure_coverage(inside, fail, planted), 1)
+        out[f"{name}_planted_excess_failure_coverage_pct"] = round(
+            100 * failure_coverage(inside, fail, planted, background), 1)
     return out
 
 
-def _stage_done(stage, out):
-    return {"train": (PLANT_DIR / "narrow" / "checkpoints" / "latest.json").is_file(),
-            "mine": (PLANT_DIR / "miner.yaml").exists(), "heldout": "miner_recall_of_heldout_failures_pct" in out,
-            "retrain_mined": (PLANT_DIR / "mined" / "done").is_file(),
-            "retrain_control": (PLANT_DIR / "control" / "done").is_file(),
-            "eval": "narrow_success_elsewhere_pct" in out}[stage]
+def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
+    from robotrl.twin.evaluate import ScenarioEvaluator
+    from robotrl.twin.mine import _from_unit, inside_regions
+    from robotrl.twin.scenarios import ScenarioFile
+
+    narrow = PLANT_DIR / "narrow"
+    files = {name: PLANT_DIR / f"{name}.yaml" for name in ("miner", "uniform")}
+    if stage == "train":
+        _train(narrow, train_s)
+    elif stage == "mine":
+        ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1)
+        res_state = {}
+        for name, uniform in (("miner", False), ("uniform", True)):
+            res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform)
+            res_state[f"{name}_failure_rate_in_samples"] = float(1 - res.success.mean())
+            res_state[f"{name}_regions"] = [r.summary for r in res.regions]
+            ScenarioFile("driving", ev.params, res.regions).save(files[name])
+        state["mine"] = res_state
+    elif stage == "heldout":
+        # uniform over the space, labelled by the narrow policy: the empirical failure region
+        ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=3)
+        x = _from_unit(np.random.default_rng(123).random((n_heldout, len(MINE_PARAMS))), ev.params)
+        fail = ~ev(x)
+        np.savez(PLANT_DIR / "heldout.npz", x=x, fail=fail)
+        planted = x[:, 0] < PLANTED_FRICTION
+        state["heldout"] = {"heldout_scenarios": n_heldout,
+                            "narrow_heldout_failure_rate_planted_pct": round(100 * float(fail[planted].mean()), 1),
+                            "narrow_heldout_failure_rate_trained_pct": round(100 * float(fail[~planted].mean()), 1)}
+    elif stage in ("retrain_mined", "retrain_control"):
+        # continue the narrow run for extra_s, with the mined scenarios mixed in or without (control)
+        import shutil
+
+        run = PLANT_DIR / stage.split("_")[1]
+        extra = ["task.scenarios=" + str(files["miner"]), "task.scenario_mix=0.5"] if stage == "retrain_mined" else []
+        shutil.copytree(narrow, run)
+        _train(run, train_s + extra_s, ["resume=true", *extra])
+    elif stage == "eval":
+        # resumable: one policy at a time, a new one only if it should end within the call's 10 minutes
+        mined = ScenarioFile.load(files["miner"])
+        draws = mined.sample(n_eval, torch.Generator().manual_seed(7))
+        x_in = np.stack([draws[n].numpy() for n in MINE_PARAMS], 1)
+        pool = _from_unit(np.random.default_rng(8).random((4 * n_eval, len(MINE_PARAMS))), mined.params)
+        x_out = pool[~inside_regions(pool, mined.regions, mined.params)][:n_eval]
+        res_state = state.setdefault("eval", {})
+        res_state.update({"eval_scenarios_in_mined": len(x_in), "eval_scenarios_elsewhere": len(x_out)})
+        t0, longest = time.time(), 0.0
+        for name in EVAL_POLICIES:
+            if f"{name}_success_elsewhere_pct" in res_state or not _stage_done(_RUN_STAGE[name], state):
+                continue
+            if time.time() - t0 + 1.3 * longest > 480:
+                print(f"eval: {name} left for the next call (time)", flush=True)
+                break
+            t1 = time.time()
+            e = ScenarioEvaluator(PLANT_DIR / name, MINE_PARAMS, worlds=128, seed=2)
+            res_state[f"{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
+            res_state[f"{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)
+            longest = max(longest, time.time() - t1)
+            _save_plant_state(state)
+
+
+def planted_rows(stages=PLANT_STAGES, train_s=480, extra_s=240, budget=512, n_heldout=768, n_eval=384):
+    """The planted-weakness experiment in stages of < 10 minutes each (state cached in PLANT_DIR).
+
+    A stage that is done is skipped; one that runs first discards what it makes stale
+    (``_STALE_AFTER``: a new narrow policy invalidates everything, new mined regions the mined
+    retraining and the evaluation). Held-out metrics are recomputed from the cached labels and
+    the current region files on every call.
+    """
+    import sys
+
+    from robotrl.twin.scenarios import ScenarioFile
+
+    PLANT_DIR.mkdir(parents=True, exist_ok=True)
+    state = _plant_state()
+    for stage in stages:
+        if _stage_done(stage, state, train_s, extra_s):
+            print(f"stage {stage}: done (cached in {PLANT_DIR})", flush=True)
+            continue
+        need = {"mine": ["train"], "heldout": ["train"], "retrain_mined": ["train", "mine"],
+                "retrain_control": ["train"], "eval": ["mine"]}.get(stage, [])  # eval: the policies trained
+        missing = [s for s in need if not _stage_done(s, state, train_s, extra_s)]
+        if missing:
+            raise SystemExit(f"stage {stage} needs stages {missing} first")
+        for stale in _STALE_AFTER[stage]:
+            _discard(stale, state)
+        if stage != "eval":
+            _discard(stage, state)
+        t0 = time.time()
+        _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval)
+        state.setdefault("meta", {})[stage] = {
+            "command": "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv),
+            "wall_s": round(time.time() - t0, 1) + state.get("meta", {}).get(stage, {}).get("wall_s", 0.0),
+            "loadavg_1m": os.getloadavg()[0], "date": datetime.now().isoformat(timespec="seconds")}
+        _save_plant_state(state)
+    out = {"train_narrow_s": train_s, "retrain_extra_s": extra_s, "mine_budget": budget, "mine_params": MINE_PARAMS,
+           "narrowed": "task.friction_range=[1.0,1.2] (effective road friction >= 1.0)",
+           "planted_box": f"friction < {PLANTED_FRICTION}"}
+    for stage in ("mine", "heldout", "eval"):
+        out.update(state.get(stage, {}))
+    files = {name: PLANT_DIR / f"{name}.yaml" for name in ("miner", "uniform")}
+    if _stage_done("heldout", state, train_s, extra_s) and _stage_done("mine", state, train_s, extra_s):
+        data = np.load(PLANT_DIR / "heldout.npz")
+        regions = {name: ScenarioFile.load(f).regions for name, f in files.items()}
+        out.update(heldout_metrics(data["x"], data["fail"], regions, ScenarioFile.load(files["miner"]).params))
+    for stage, meta in state.get("meta", {}).items():
+        out.update({f"{stage}_{k}": v for k, v in meta.items()})
+    out["stages_done"] = [st for st in PLANT_STAGES if _stage_done(st, state, train_s, extra_s)]
+    return out
 
 
 def sim2sim_rows(episodes=2):

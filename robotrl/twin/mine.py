@@ -170,3 +170,33 @@ def region_coverage(regions: list[Region], planted: dict[str, list[float]], para
         if m.sum() == 0 or (m & target).sum() < 0.5 * m.sum():
             false += 1
     return float((union & target).sum() / max(target.sum(), 1)), false
+
+
+def inside_regions(x: np.ndarray, regions: list[Region], params: list[ScenarioParam]) -> np.ndarray:
+    """``(N,)`` whether each scenario of ``x`` ``(N, D)`` (parameter units, columns as ``params``) is in a region."""
+    names = [p.name for p in params]
+    m = np.zeros(len(x), dtype=bool)
+    for r in regions:
+        inn = np.ones(len(x), dtype=bool)
+        for name, (lo, hi) in r.bounds.items():
+            col = x[:, names.index(name)]
+            inn &= (col >= lo) & (col <= hi)
+        m |= inn
+    return m
+
+
+def failure_coverage(inside: np.ndarray, fail: np.ndarray, target: np.ndarray | None = None,
+                     background: float = 0.0) -> float:
+    """Fraction of a failure region's volume that mined regions cover, from labelled uniform scenarios.
+
+    With scenarios drawn uniformly and labelled by the policy (``fail`` ``(N,)``), the failures
+    inside ``target`` ``(N,)`` (default: everywhere) estimate the failure region there, each
+    point weighted by its failure probability; ``inside`` ``(N,)`` marks the scenarios in the
+    mined regions. ``background`` (a failure rate) is subtracted from every label first, so
+    only the failures in excess of it count: the part of the region a weakness adds.
+    Returns ``sum((fail - background)[target & inside]) / sum((fail - background)[target])``.
+    """
+    w = np.asarray(fail, dtype=float) - background
+    t = np.ones(len(w), dtype=bool) if target is None else np.asarray(target, dtype=bool)
+    total = w[t].sum()
+    return float(w[t & np.asarray(inside, dtype=bool)].sum() / total) if total > 0 else float("nan")

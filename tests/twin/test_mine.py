@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from robotrl.twin.mine import mine, region_coverage
+from robotrl.twin.mine import failure_coverage, inside_regions, mine, region_coverage
 from robotrl.twin.scenarios import Region, ScenarioFile, ScenarioParam
 
 PARAMS = [ScenarioParam("thickness", 0.005, 0.05, unit="m"), ScenarioParam("mass", 0.1, 1.0, unit="kg"),
@@ -48,3 +48,17 @@ def test_scenario_file_round_trip_and_sampling_stays_in_boxes(tmp_path):
         "thickness:\n", "nope:\n"))
     with pytest.raises(ValueError, match="undeclared"):
         ScenarioFile.load(tmp_path / "bad.yaml")
+
+
+def test_failure_coverage_weights_points_by_failure_and_subtracts_background():
+    region = Region(bounds={"friction": [0.3, 0.6]}, failure_rate=1.0, samples=10)
+    x = np.array([[0.01, 0.5, 0.4], [0.01, 0.5, 0.5], [0.01, 0.5, 0.8], [0.01, 0.5, 0.9], [0.01, 0.5, 1.1]])
+    fail = np.array([True, True, True, False, True])
+    inside = inside_regions(x, [region], PARAMS)
+    assert inside.tolist() == [True, True, False, False, False]
+    assert failure_coverage(inside, fail) == pytest.approx(2 / 4)
+    target = x[:, 2] < 1.0  # the last scenario is outside the target band
+    assert failure_coverage(inside, fail, target) == pytest.approx(2 / 3)
+    # background 0.5: weights +0.5 for failures, -0.5 for successes -> (0.5 + 0.5) / (1.5 - 0.5)
+    assert failure_coverage(inside, fail, target, background=0.5) == pytest.approx(1.0)
+    assert np.isnan(failure_coverage(inside, np.zeros(5, dtype=bool)))
