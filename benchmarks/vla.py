@@ -17,14 +17,24 @@ merges its figures into ``benchmarks/results/vla.json`` (flat, units in key name
               ``--sft-dir`` for the later phases;
   rl          GRPO (G = 8 rollouts per task instance from one reset state, 8 instances per
               batch, temperature ``--temperature``, clip 0.2/0.28, success filter [0.1, 0.9]) or
-              PPO (value head, action-level GAE) for ``--rl-minutes`` of wall-clock from the SFT
-              weights; success (deterministic, ``--eval-episodes``, seen wording) every
-              ``--eval-every`` iterations, the held-out wording at the end; a PNG of success
-              against wall-clock (``vla_success.png``, all methods run so far);
-  residual    ResFiT on the frozen SFT VLA (``robotrl.algos.residual``), see ``--residual-minutes``.
+              PPO (value head, action-level GAE) for ``--rl-minutes`` of training wall-clock
+              (rollouts + updates) from the SFT weights, in resumable calls of ``--call-minutes``
+              (state in ``<sft-dir>/../<method>``); success (deterministic, ``--eval-episodes``,
+              seen wording, the same placements every time) every ``--eval-every`` iterations;
+              the call that spends the budget writes the success table (seen and held-out
+              wording, shuffled-instruction controls);
+  residual    ResFiT on the frozen SFT VLA (``robotrl.algos.residual``) for ``--residual-minutes``;
+              the VLA alone and VLA + residual on the SFT's evaluation placements.
 
+Both rl and residual redraw ``vla_success.png`` (success against wall-clock, from
+``vla_curve.json``).
+
+    flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase throughput
     flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase sft
-    flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase rl --methods grpo --rl-minutes 8
+    # three calls each: 21 min per method, 7 per call
+    flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase rl --methods grpo --rl-minutes 21 --call-minutes 7
+    flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase rl --methods ppo --rl-minutes 21 --call-minutes 7
+    flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase residual --residual-minutes 6
 """
 
 from __future__ import annotations
@@ -150,44 +160,97 @@ def sft_phase(args, fig: dict) -> None:
 
 
 def fine_tune(method: str, args, fig: dict) -> None:
-    torch.manual_seed(args.seed)
-    model = load_vla(args.sft_dir)
+    """``--rl-minutes`` of ``method`` from the SFT weights, in resumable calls of at most ``--call-minutes``.
+
+    Every call trains until the method's clock (rollouts + updates, evaluations excluded)
+    reaches the next ``--call-minutes`` mark or the budget, then saves the weights, the AdamW
+    state, the sampling generator and the curve to ``<sft-dir>/../<method>``; the next call
+    continues from there (``--restart`` starts over). The call that spends the budget writes
+    the method's success table. A call's env resets draw from ``seed + 100 + 1000 x call``.
+    """
+    run_dir = Path(args.sft_dir).parent / method
+    state_path = run_dir / "rl_state.json"
     sft_seen = json.loads((RESULTS_DIR / "vla.json").read_text())["sft_success_seen"]  # from --phase sft
     cfg = G.GRPOConfig(method=method, lr=args.rl_lr, group_size=8, epochs=2, minibatches=4,
                        temperature=args.temperature)
+    resume = state_path.exists() and not args.restart
+    model = load_vla(run_dir if resume else args.sft_dir)
     opt = torch.optim.AdamW(model.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
-    env = env_for(64, args.seed + 100, size=args.image_size)
-    eval_env = env_for(64, args.seed + 7, size=args.image_size)
     gen = torch.Generator().manual_seed(args.seed)
-    it, train_time = 0, 0.0
-    curve = json.loads(CURVE.read_text()) if CURVE.exists() else {}
-    points = [(0.0, sft_seen)]
-    while train_time < args.rl_minutes * 60:
+    if resume:
+        state = json.loads(state_path.read_text())
+        saved = torch.load(run_dir / "optim.pt")
+        opt.load_state_dict(saved["optim"])
+        gen.set_state(saved["gen"])
+        if args.rl_minutes * 60 < state["train_time"]:
+            raise SystemExit(f"{method}: the saved run has trained {state['train_time']:.0f}s, more than "
+                             f"--rl-minutes {args.rl_minutes:g}; pass a larger budget or --restart.")
+        state["budget_s"] = args.rl_minutes * 60
+    else:
+        torch.manual_seed(args.seed)
+        start = S.evaluate(env_for(64, args.seed + 7, size=args.image_size), model, args.eval_episodes,
+                           gen=torch.Generator().manual_seed(args.seed))
+        state = {"budget_s": args.rl_minutes * 60, "train_time": 0.0, "iterations": 0, "calls": 0,
+                 "eval_wall_s": 0.0, "points": [(0.0, start["success"])], "start_success_seen": start["success"]}
+        for key in ("success_seen", "success_unseen_wording", "gain_over_sft_points"):
+            fig[f"{method}_{key}"] = missing(f"in progress ({args.rl_minutes:g} min budget, resumable calls)")
+    env = env_for(64, args.seed + 100 + 1000 * state["calls"], size=args.image_size)
+    stop = min(state["budget_s"], state["train_time"] + args.call_minutes * 60)
+    update = G.grpo_update if method == "grpo" else G.ppo_update
+    while state["train_time"] < stop:
         t0 = time.perf_counter()
         batch = G.rollout(env, model, cfg.temperature, cfg.group_size if method == "grpo" else None, gen)
-        update = G.grpo_update if method == "grpo" else G.ppo_update
         metrics = update(model, opt, batch, cfg, gen)
-        train_time += time.perf_counter() - t0
-        it += 1
+        state["train_time"] += time.perf_counter() - t0
+        state["iterations"] += 1
+        it, train_time = state["iterations"], state["train_time"]
         print(f"{method} it {it} t {train_time:.0f}s rollout success {metrics['success']:.3f} "
               + " ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k != "success"), flush=True)
         if it % args.eval_every == 0:
-            ev = S.evaluate(eval_env, model, args.eval_episodes, gen=torch.Generator().manual_seed(args.seed))
-            points.append((train_time, ev["success"]))
+            t_ev = time.perf_counter()
+            ev = S.evaluate(env_for(64, args.seed + 7, size=args.image_size), model, args.eval_episodes,
+                            gen=torch.Generator().manual_seed(args.seed))
+            state["eval_wall_s"] += time.perf_counter() - t_ev
+            state["points"].append((train_time, ev["success"]))
             print(f"{method} eval success {ev['success']:.3f} at {train_time:.0f}s", flush=True)
-    success_table(model, args, method, fig)
-    points.append((train_time, fig[f"{method}_success_seen"]))
-    curve[method] = points
+    state["calls"] += 1
+    run_dir.mkdir(parents=True, exist_ok=True)
+    save_vla(model, run_dir, {"task": "tool_use_language", "algo": method, "init": args.sft_dir,
+                              "benchmark": "vla.py"})
+    torch.save({"optim": opt.state_dict(), "gen": gen.get_state()}, run_dir / "optim.pt")
+    done = state["train_time"] >= state["budget_s"]
+    if done:
+        success_table(model, args, method, fig)
+        state["points"].append((state["train_time"], fig[f"{method}_success_seen"]))
+        fig[f"{method}_gain_over_sft_points"] = 100 * (fig[f"{method}_success_seen"] - sft_seen)
+    state_path.write_text(json.dumps(state, indent=1) + "\n")
+    curve = json.loads(CURVE.read_text()) if CURVE.exists() else {}
+    curve[method] = state["points"]
     CURVE.write_text(json.dumps(curve, indent=1) + "\n")
     fig[f"{method}_temperature"] = cfg.temperature
     fig[f"{method}_lr"] = cfg.lr
-    fig[f"{method}_iterations"] = it
-    fig[f"{method}_train_wall_s"] = train_time
-    fig[f"{method}_gain_over_sft_points"] = 100 * (fig[f"{method}_success_seen"] - sft_seen)
+    fig[f"{method}_group_size"] = cfg.group_size if method == "grpo" else 1
+    fig[f"{method}_budget_min"] = args.rl_minutes
+    fig[f"{method}_start_success_seen"] = state["start_success_seen"]
+    fig[f"{method}_iterations"] = state["iterations"]
+    fig[f"{method}_episodes"] = state["iterations"] * env.num_envs
+    fig[f"{method}_train_wall_s"] = state["train_time"]
+    fig[f"{method}_eval_wall_s"] = state["eval_wall_s"]
+    fig[f"{method}_calls"] = state["calls"]
+    fig[f"{method}_checkpoint"] = str(run_dir)
+    print(f"{method}: {state['train_time']:.0f}s of {state['budget_s']:.0f}s after call {state['calls']}"
+          + ("" if done else "; run again to continue"), flush=True)
 
 
 def residual_phase(args, fig: dict) -> None:
-    """ResFiT on the frozen SFT VLA: the residual sees [proprio, VLA readout features, VLA action]."""
+    """ResFiT on the frozen SFT VLA: the residual sees [proprio, VLA readout features, VLA action].
+
+    Success is measured as the SFT's (64 worlds, ``--eval-episodes``, fresh placements, env seeds
+    ``seed + 7`` seen wording / ``seed + 8`` held-out wording), for the VLA alone and for VLA +
+    residual, in the same envs. Deviations from ResFiT, for a minutes-long CPU run: no
+    demonstration half of the batch (online data only), a 500-step critic warm-up instead of
+    10-20k, actor lr ``--residual-actor-lr`` instead of 1e-6 to 5e-6.
+    """
     from robotrl.algos.residual import Residual, ResidualConfig
     from robotrl.envs.residual import BaseActionEnv
     from robotrl.policies.vla import VLABase
@@ -195,19 +258,29 @@ def residual_phase(args, fig: dict) -> None:
     torch.manual_seed(args.seed)
     base = VLABase(load_vla(args.sft_dir))
     env = BaseActionEnv(env_for(64, args.seed + 200, size=args.image_size), base)
-    # ResFiT's hardware values except a short critic warm-up and a larger actor lr, for a minutes-long CPU run.
-    cfg = ResidualConfig(scale=args.residual_scale, learning_starts=2048, critic_warmup_updates=500, utd=2.0,
-                         actor_lr=args.residual_actor_lr, batch_size=256)
+    cfg = ResidualConfig(scale=args.residual_scale, learning_starts=2048, critic_warmup_updates=500, utd=4.0,
+                         actor_lr=args.residual_actor_lr, batch_size=256, buffer_size=200_000)
     algo = Residual(env.obs_dims["policy"], env.num_actions, cfg, env.num_envs, env.device, demos=None,
                     has_base=True, seed=args.seed)
-    eval_env = BaseActionEnv(env_for(64, args.seed + 7, size=args.image_size), base)
-    gen = torch.Generator().manual_seed(args.seed)
+    splits = {"seen": ("train", 7), "unseen_wording": ("heldout", 8)}
 
-    def success(policy) -> float:  # noqa: ANN001
+    def success(policy, key: str = "seen") -> float:  # noqa: ANN001
+        split, off = splits[key]
+        eval_env = BaseActionEnv(env_for(64, args.seed + off, split, args.image_size), base)
+        gen = torch.Generator().manual_seed(args.seed)
         return S.evaluate(eval_env, None, args.eval_episodes, gen=gen, policy=policy)["success"]
 
-    fig["residual_base_success_seen"] = success(lambda o: o["base_action"])
+    def vla_alone(o: dict) -> torch.Tensor:
+        return o["base_action"]
+
+    def with_residual(o: dict) -> torch.Tensor:
+        return algo.policy.act_inference(o["policy"])
+
+    for key in splits:
+        fig[f"residual_base_success_{key}"] = success(vla_alone, key)
+    points = [(0.0, fig["residual_base_success_seen"])]
     obs, steps, updates, wall, finished, succeeded = env.reset(), 0, 0, 0.0, 0, 0.0
+    next_eval = args.residual_eval_minutes * 60
     stats: dict[str, float] = {}
     while wall < args.residual_minutes * 60:
         t0 = time.perf_counter()
@@ -227,14 +300,28 @@ def residual_phase(args, fig: dict) -> None:
         print(f"residual {wall:.0f}s env steps {steps} updates {updates} train success {rate:.3f} "
               + " ".join(f"{k} {v:.3g}" for k, v in stats.items()), flush=True)
         finished, succeeded = 0, 0.0
-    fig["residual_success_seen"] = success(lambda o: algo.policy.act_inference(o["policy"]))
+        if wall >= next_eval and wall < args.residual_minutes * 60:
+            points.append((wall, success(with_residual)))
+            print(f"residual eval success {points[-1][1]:.3f} at {wall:.0f}s", flush=True)
+            next_eval += args.residual_eval_minutes * 60
+    for key in splits:
+        fig[f"residual_success_{key}"] = success(with_residual, key)
+        print(f"residual {key}: base {fig[f'residual_base_success_{key}']:.3f} -> "
+              f"{fig[f'residual_success_{key}']:.3f}", flush=True)
+    points.append((wall, fig["residual_success_seen"]))
+    curve = json.loads(CURVE.read_text()) if CURVE.exists() else {}
+    curve["residual"] = points
+    CURVE.write_text(json.dumps(curve, indent=1) + "\n")
+    fig["residual_success"] = fig["residual_success_seen"]
+    fig["residual_base_success"] = fig["residual_base_success_seen"]
     fig["residual_env_steps"] = steps
     fig["residual_gradient_updates"] = updates
     fig["residual_train_wall_s"] = wall
     fig["residual_scale"] = cfg.scale
     fig["residual_actor_lr"] = cfg.actor_lr
+    fig["residual_utd"] = cfg.utd
+    fig["residual_critic_warmup_updates"] = cfg.critic_warmup_updates
     fig["residual_gain_over_base_points"] = 100 * (fig["residual_success_seen"] - fig["residual_base_success_seen"])
-    fig.pop("residual_success", None)
 
 
 def plot(path: Path) -> None:
@@ -244,14 +331,19 @@ def plot(path: Path) -> None:
     import matplotlib.pyplot as plt
 
     curve = json.loads(CURVE.read_text())
+    sft = json.loads((RESULTS_DIR / "vla.json").read_text()).get("sft_success_seen")
     fig, ax = plt.subplots(figsize=(6, 4))
+    if isinstance(sft, float):
+        ax.axhline(sft, color="grey", ls="--", lw=1, label=f"SFT ({sft:.2f})")
+        ax.axhline(min(sft + 0.2, 1.0), color="grey", ls=":", lw=1, label="SFT + 20 points (target)")
     for method, pts in sorted(curve.items()):
-        ax.plot([t / 60 for t, _ in pts], [s for _, s in pts], marker="o", label=method.upper())
+        label = "residual (ResFiT)" if method == "residual" else method.upper()
+        ax.plot([t / 60 for t, _ in pts], [s for _, s in pts], marker="o", label=label)
     ax.set_xlabel("fine-tuning wall-clock (min, CPU)")
     ax.set_ylabel("success (deterministic, seen wording)")
     ax.set_ylim(0, 1)
-    ax.set_title("tool_use_language: RL fine-tuning from the SFT VLA")
-    ax.legend()
+    ax.set_title("tool_use_language: RL from the SFT VLA (residual: VLA frozen)", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -269,14 +361,18 @@ def main() -> None:
     p.add_argument("--sft-lr", type=float, default=1e-3)
     p.add_argument("--sft-dir", default="runs/vla_bench/sft")
     p.add_argument("--eval-episodes", type=int, default=128)
-    p.add_argument("--rl-minutes", type=float, default=8.0)
+    p.add_argument("--rl-minutes", type=float, default=21.0)
     p.add_argument("--rl-lr", type=float, default=1e-4)
     p.add_argument("--temperature", type=float, default=1.6)
-    p.add_argument("--eval-every", type=int, default=5)
+    p.add_argument("--eval-every", type=int, default=12)
+    p.add_argument("--call-minutes", type=float, default=7.0,
+                   help="RL training minutes per call (a call stays under 10 min of wall with its evaluations)")
+    p.add_argument("--restart", action="store_true", help="rl: ignore a saved partial run and start from SFT")
     p.add_argument("--methods", nargs="+", default=["grpo"])
     p.add_argument("--residual-minutes", type=float, default=6.0)
     p.add_argument("--residual-scale", type=float, default=0.1)
     p.add_argument("--residual-actor-lr", type=float, default=1e-4)
+    p.add_argument("--residual-eval-minutes", type=float, default=2.0, help="residual: curve point every")
     p.add_argument("--torch-threads", type=int, default=2, help="intra-op threads (run under the CPU lock)")
     args = p.parse_args()
     torch.set_num_threads(args.torch_threads)
@@ -296,6 +392,9 @@ def main() -> None:
         fig["plot"] = str(png.relative_to(RESULTS_DIR.parent.parent))
     else:
         residual_phase(args, fig)
+        png = RESULTS_DIR / "vla_success.png"
+        plot(png)
+        fig["plot"] = str(png.relative_to(RESULTS_DIR.parent.parent))
     fig[f"{args.phase}_phase_wall_s"] = time.perf_counter() - t0
     fig.update(load_avg(f"{args.phase}_end"))
     out = save("vla", fig)
