@@ -415,8 +415,7 @@ def main() -> None:
                     "task": "PointReach dim 4 radius 0.05 sparse, 50 steps", "utd_updates_per_vector_step": 4.0,
                     "rlpd_explore_sigma": args.rlpd_sigma}
     elif args.part == "driving_residual":
-        figures, rows = part_driving(args)
-        figures["driving_residual_command"] = "python " + " ".join(sys.argv)
+        figures, rows = part_driving(args)  # the commands are in driving_residual_commands_per_stage
     else:
         figures, rows = part_sac_ppo(args.seconds, args.algos)
         figures |= {"humanoid_budget_wall_s": args.seconds}
