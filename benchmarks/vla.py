@@ -264,11 +264,19 @@ def residual_phase(args, fig: dict) -> None:
                     has_base=True, seed=args.seed)
     splits = {"seen": ("train", 7), "unseen_wording": ("heldout", 8)}
 
+    encoder = MiniLMEncoder()
+
     def success(policy, key: str = "seen") -> float:  # noqa: ANN001
+        """On ``key``'s placements, with the VLA reading that split's own instruction embeddings."""
         split, off = splits[key]
-        eval_env = BaseActionEnv(env_for(64, args.seed + off, split, args.image_size), base)
-        gen = torch.Generator().manual_seed(args.seed)
-        return S.evaluate(eval_env, None, args.eval_episodes, gen=gen, policy=policy)["success"]
+        inner = env_for(64, args.seed + off, split, args.image_size)
+        own = base.model.instruction_table.clone()
+        base.model.set_instructions(inner.instruction_embeddings(encoder))
+        try:
+            gen = torch.Generator().manual_seed(args.seed)
+            return S.evaluate(BaseActionEnv(inner, base), None, args.eval_episodes, gen=gen, policy=policy)["success"]
+        finally:
+            base.model.set_instructions(own)
 
     def vla_alone(o: dict) -> torch.Tensor:
         return o["base_action"]
@@ -309,6 +317,10 @@ def residual_phase(args, fig: dict) -> None:
         print(f"residual {key}: base {fig[f'residual_base_success_{key}']:.3f} -> "
               f"{fig[f'residual_success_{key}']:.3f}", flush=True)
     points.append((wall, fig["residual_success_seen"]))
+    out_dir = Path(args.sft_dir).parent / "residual"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.save({"actor": algo.policy.state_dict(), "meta": algo.policy_meta()}, out_dir / "actor.pt")
+    fig["residual_checkpoint"] = str(out_dir / "actor.pt")
     curve = json.loads(CURVE.read_text()) if CURVE.exists() else {}
     curve["residual"] = points
     CURVE.write_text(json.dumps(curve, indent=1) + "\n")
