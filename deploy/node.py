@@ -38,7 +38,6 @@ import gc
 import logging
 import math
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -47,7 +46,7 @@ from typing import Any
 import numpy as np
 from robotrl.deploy import msgs
 from robotrl.deploy.observation import required_inputs, static_inputs
-from robotrl.deploy.params import console_front
+from robotrl.deploy.params import StopSignals, console_front
 from robotrl.deploy.profile import RobotProfile, load_profile
 from robotrl.deploy.robot import Robot, Telemetry
 from robotrl.deploy.runtime import OnnxPolicy
@@ -352,9 +351,9 @@ def main(argv: list[str] | None = None) -> int:
         return front
     args, params = front
     params.update(remap=args.remap, node_name=args.node_name, namespace=args.namespace)
+    signals = StopSignals()  # a Ctrl-C during set-up stops the node cleanly once it exists
     node = PolicyNode(params)
-    signal.signal(signal.SIGINT, node.request_stop)
-    signal.signal(signal.SIGTERM, node.request_stop)
+    signals.attach(node.request_stop)
     return node.run(float(params["duration_s"]))
 
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from typing import Any
 
 import numpy as np
 from robotrl.deploy import msgs
-from robotrl.deploy.params import console_front
+from robotrl.deploy.params import StopSignals, console_front
 from robotrl.deploy.transport import Qos, make_transport
 
 log = logging.getLogger("robotrl.object_pose")
@@ -475,9 +474,9 @@ def main(argv: list[str] | None = None) -> int:
         return front
     args, params = front
     params.update(remap=args.remap, node_name=args.node_name, namespace=args.namespace)
+    signals = StopSignals()  # a Ctrl-C during set-up stops the node cleanly once it exists
     node = ObjectPoseNode(params)
-    signal.signal(signal.SIGINT, node.request_stop)
-    signal.signal(signal.SIGTERM, node.request_stop)
+    signals.attach(node.request_stop)
     return node.run(float(params["duration_s"]))
 
 

@@ -167,3 +167,33 @@ def console_front(
         return 2
     logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
     return args, params
+
+
+class StopSignals:
+    """SIGINT/SIGTERM handling for a console script, from before its node exists.
+
+    A signal that arrives while the node is still being built (transport, subscriptions) is
+    remembered instead of raising ``KeyboardInterrupt`` half-way through set-up; ``attach`` then
+    hands it, and every later signal, to the node's ``request_stop`` so the node still shuts down
+    the normal way (safe command, final status). The rclpy transport initializes rclpy without its
+    own signal handlers for the same reason.
+    """
+
+    def __init__(self) -> None:
+        import signal
+
+        self.pending: int | None = None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._remember)
+
+    def _remember(self, signum: int, _frame: Any = None) -> None:
+        self.pending = signum
+
+    def attach(self, request_stop: Any) -> None:
+        """Route SIGINT/SIGTERM to ``request_stop(signum, frame)``; replay one that came during set-up."""
+        import signal
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, request_stop)
+        if self.pending is not None:
+            request_stop(self.pending, None)

@@ -308,7 +308,11 @@ class RclpyTransport(Transport):
         self._context = rclpy.context.Context()
         # args=[]: never let rcl parse sys.argv (name:=value there gives "deprecated remap" warnings;
         # the console front end has already parsed the --ros-args tail)
-        rclpy.init(args=[], context=self._context, domain_id=domain_id)
+        # no rclpy signal handlers: the console scripts handle SIGINT/SIGTERM themselves
+        # (params.StopSignals), and rclpy's would shut the context down under a node still being built
+        from rclpy.signals import SignalHandlerOptions
+
+        rclpy.init(args=[], context=self._context, domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
         self.node = rclpy.create_node(node_name, namespace=namespace, context=self._context,
                                       automatically_declare_parameters_from_overrides=False)
         for key, value in (parameters or {}).items():

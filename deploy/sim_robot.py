@@ -48,7 +48,6 @@ import importlib.util
 import json
 import logging
 import os
-import signal
 import sys
 import time
 from typing import Any
@@ -56,7 +55,7 @@ from typing import Any
 import numpy as np
 from robotrl.deploy import msgs
 from robotrl.deploy.observation import STATIC, quat_rotate_inverse_wxyz
-from robotrl.deploy.params import console_front
+from robotrl.deploy.params import StopSignals, console_front
 from robotrl.deploy.profile import load_profile
 from robotrl.deploy.ros_robot import ROUTE_QOS
 from robotrl.deploy.transport import RELIABLE_QOS, Qos, make_transport
@@ -331,9 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         return front
     args, params = front
     params.update(node_name=args.node_name, namespace=args.namespace)
+    signals = StopSignals()  # a Ctrl-C during set-up stops the node cleanly once it exists
     robot = SimRobot(params)
-    signal.signal(signal.SIGINT, robot.request_stop)
-    signal.signal(signal.SIGTERM, robot.request_stop)
+    signals.attach(robot.request_stop)
     return robot.run()
 
 
