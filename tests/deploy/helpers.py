@@ -15,76 +15,61 @@ import torch
 REPO = Path(__file__).resolve().parents[2]
 
 
-def make_humanoid_checkpoint(root: Path, seed: int = 0, steps: int = 40) -> Path:
-    """An untrained humanoid ActorCritic with a filled obs normalizer, saved with runner-style meta."""
-    from robotrl.tasks.humanoid.config import HumanoidConfig
+def _untrained_checkpoint(root: Path, cfg, seed: int, steps: int, gain: float, throttle_bias: float | None = None
+                          ) -> Path:
+    """An untrained ActorCritic for ``cfg``'s task with a filled obs normalizer, saved with runner-style meta.
 
-    from robotrl.envs.task_env import TaskEnv
-    from robotrl.policies.mlp import ActorCritic, PolicyConfig
-    from robotrl.sim.backend import SimConfig
-    from robotrl.storage.checkpoint import prefixed, save_checkpoint
-
-    torch.manual_seed(seed)
-    cfg = HumanoidConfig(randomize=False)
-    env = TaskEnv(cfg, SimConfig(num_envs=4), seed=seed)
-    dims = env.obs_dims
-    policy = ActorCritic(dims["policy"], dims["critic"], env.num_actions, PolicyConfig(init_std=0.5))
-    # the default last-layer gain (0.01) gives near-zero actions; a rollout test needs actions that matter
-    torch.nn.init.orthogonal_(policy.actor[-1].weight, gain=1.0)
-    obs = env.reset()
-    for _ in range(steps):
-        policy.update_normalizers(obs["policy"], obs["critic"])
-        obs, *_ = env.step(torch.rand(4, env.num_actions) * 2 - 1)
-    task = env.task
-    meta = {
-        "task": {"name": "humanoid", "config": asdict(cfg)},
-        "policy": {"obs_dim": policy.obs_dim, "critic_dim": policy.critic_dim, "action_dim": policy.action_dim,
-                   "config": asdict(policy.cfg)},
-        "obs_layout": [list(x) for x in task.obs_layout()], "joint_names": task.joint_names,
-        "action_spec": task.action_spec(), "step_dt": env.step_dt, "config_yaml": "task: humanoid\n",
-        "config_hash": "test0000", "env_steps": 0,
-    }
-    save_checkpoint(root / "checkpoints", 0, prefixed(policy.state_dict(), "policy"), meta)
-    return root
-
-
-def make_driving_checkpoint(root: Path, seed: int = 0, steps: int = 40, gain: float = 0.5) -> Path:
-    """An untrained driving ActorCritic (Gaussian head) with a filled obs normalizer, runner-style meta.
-
-    The last layer's gain is raised from 0.01 so that steering and throttle vary with the
-    observation; ``gain`` 0.5 keeps the car on the road for tens of steps with seed 0.
+    ``gain`` is the actor's last-layer orthogonal gain (the default 0.01 gives near-zero actions;
+    a rollout test needs actions that matter); ``throttle_bias`` sets action 1's bias (driving).
     """
-    from robotrl.tasks.driving.config import DrivingConfig
-
     from robotrl.envs.task_env import TaskEnv
     from robotrl.policies.mlp import ActorCritic, PolicyConfig
     from robotrl.sim.backend import SimConfig
     from robotrl.storage.checkpoint import prefixed, save_checkpoint
 
     torch.manual_seed(seed)
-    cfg = DrivingConfig(randomize=False)
     env = TaskEnv(cfg, SimConfig(num_envs=4), seed=seed)
     dims = env.obs_dims
     critic_dim = dims.get("critic", dims["policy"])  # driving: the critic sees the policy observation
     policy = ActorCritic(dims["policy"], critic_dim, env.num_actions, PolicyConfig(init_std=0.5))
     torch.nn.init.orthogonal_(policy.actor[-1].weight, gain=gain)
-    with torch.no_grad():
-        policy.actor[-1].bias[1] = 0.6  # throttle: drive forwards
+    if throttle_bias is not None:
+        with torch.no_grad():
+            policy.actor[-1].bias[1] = throttle_bias
     obs = env.reset()
     for _ in range(steps):
         policy.update_normalizers(obs["policy"], obs.get("critic", obs["policy"]))
         obs, *_ = env.step(torch.rand(4, env.num_actions) * 2 - 1)
     task = env.task
     meta = {
-        "task": {"name": "driving", "config": asdict(cfg)},
+        "task": {"name": cfg.name, "config": asdict(cfg)},
         "policy": {"obs_dim": policy.obs_dim, "critic_dim": policy.critic_dim, "action_dim": policy.action_dim,
                    "config": asdict(policy.cfg)},
         "obs_layout": [list(x) for x in task.obs_layout()], "joint_names": task.joint_names,
-        "action_spec": task.action_spec(), "step_dt": env.step_dt, "config_yaml": "task: driving\n",
+        "action_spec": task.action_spec(), "step_dt": env.step_dt, "config_yaml": f"task: {cfg.name}\n",
         "config_hash": "test0000", "env_steps": 0,
     }
     save_checkpoint(root / "checkpoints", 0, prefixed(policy.state_dict(), "policy"), meta)
     return root
+
+
+def make_humanoid_checkpoint(root: Path, seed: int = 0, steps: int = 40) -> Path:
+    """An untrained humanoid ActorCritic with a filled obs normalizer, saved with runner-style meta."""
+    from robotrl.tasks.humanoid.config import HumanoidConfig
+
+    return _untrained_checkpoint(root, HumanoidConfig(randomize=False), seed, steps, gain=1.0)
+
+
+def make_driving_checkpoint(root: Path, seed: int = 0, steps: int = 40, gain: float = 0.5) -> Path:
+    """An untrained driving ActorCritic (Gaussian head) with a filled obs normalizer, runner-style meta.
+
+    The last layer's gain is raised from 0.01 so that steering and throttle vary with the
+    observation; ``gain`` 0.5 keeps the car on the road for tens of steps with seed 0; the throttle
+    bias of 0.6 drives forwards.
+    """
+    from robotrl.tasks.driving.config import DrivingConfig
+
+    return _untrained_checkpoint(root, DrivingConfig(randomize=False), seed, steps, gain, throttle_bias=0.6)
 
 
 def make_tool_use_checkpoint(root: Path, seed: int = 0, steps: int = 40, gain: float = 1.0, arm: str = "kuka_iiwa"
@@ -96,32 +81,7 @@ def make_tool_use_checkpoint(root: Path, seed: int = 0, steps: int = 40, gain: f
     """
     from robotrl.tasks.tool_use.config import ToolUseConfig
 
-    from robotrl.envs.task_env import TaskEnv
-    from robotrl.policies.mlp import ActorCritic, PolicyConfig
-    from robotrl.sim.backend import SimConfig
-    from robotrl.storage.checkpoint import prefixed, save_checkpoint
-
-    torch.manual_seed(seed)
-    cfg = ToolUseConfig(randomize=False, arm=arm)
-    env = TaskEnv(cfg, SimConfig(num_envs=4), seed=seed)
-    dims = env.obs_dims
-    policy = ActorCritic(dims["policy"], dims["critic"], env.num_actions, PolicyConfig(init_std=0.5))
-    torch.nn.init.orthogonal_(policy.actor[-1].weight, gain=gain)
-    obs = env.reset()
-    for _ in range(steps):
-        policy.update_normalizers(obs["policy"], obs["critic"])
-        obs, *_ = env.step(torch.rand(4, env.num_actions) * 2 - 1)
-    task = env.task
-    meta = {
-        "task": {"name": "tool_use", "config": asdict(cfg)},
-        "policy": {"obs_dim": policy.obs_dim, "critic_dim": policy.critic_dim, "action_dim": policy.action_dim,
-                   "config": asdict(policy.cfg)},
-        "obs_layout": [list(x) for x in task.obs_layout()], "joint_names": task.joint_names,
-        "action_spec": task.action_spec(), "step_dt": env.step_dt, "config_yaml": "task: tool_use\n",
-        "config_hash": "test0000", "env_steps": 0,
-    }
-    save_checkpoint(root / "checkpoints", 0, prefixed(policy.state_dict(), "policy"), meta)
-    return root
+    return _untrained_checkpoint(root, ToolUseConfig(randomize=False, arm=arm), seed, steps, gain)
 
 
 def free_domain() -> int:
