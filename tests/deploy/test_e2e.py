@@ -123,6 +123,20 @@ def by_stamp(messages: list) -> list[np.ndarray]:
     return out
 
 
+def _bag_observation_errors(bag, spec: dict, ref_obs: list, length: int, required: tuple[str, ...]):
+    """The bag's topics, its ``(T, P)`` observations, their |recorded - in-process| errors ``(T, P)``,
+    and the max error per observation term (asserts the ``required`` topics were recorded)."""
+    topics = read_bag(bag)
+    for topic in required:
+        assert topics.get(topic), f"{topic} missing from the bag"
+    recorded = np.stack([np.asarray(m.data) for _, m in topics["/robotrl/observation"][:length]])
+    steps = np.abs(recorded - np.stack(ref_obs))
+    err = steps.max(axis=0)
+    per_term = [f"{t['name']}: {float(e.max()):.2e}" for t, e in zip(spec["obs_terms"], np.split(
+        err, np.cumsum([t["size"] for t in spec["obs_terms"]])[:-1]), strict=True)]
+    return topics, recorded, steps, per_term
+
+
 @pytest.mark.parametrize("transport", ["cyclonedds", "rclpy"])
 def test_dds_rollout_matches_in_process_and_bag_replays(humanoid_export, tmp_path, transport):
     """Over Cyclone DDS, and over real rclpy (Fast DDS) end to end: node and sim robot both on rclpy."""
@@ -306,19 +320,12 @@ def test_driving_rollout_over_dds_matches_in_process(driving_export, tmp_path, t
     length = int(float(episodes[0]["length"]))
     assert length == len(ref_obs)
     assert float(episodes[0]["return"]) == pytest.approx(ref_return, rel=1e-3, abs=1e-3)
-    topics = read_bag(bag)
-    for topic in ("/joint_states", "/odom", "/scan", "/robotrl/route", "/robotrl/observation",
-                  "/ackermann_controller/commands"):
-        assert topics.get(topic), f"{topic} missing from the bag"
-    recorded = np.stack([np.asarray(m.data) for _, m in topics["/robotrl/observation"][:length]])
-    steps = np.abs(recorded - np.stack(ref_obs))
-    err = steps.max(axis=0)
-    per_term = [f"{t['name']}: {float(e.max()):.2e}" for t, e in zip(spec["obs_terms"], np.split(
-        err, np.cumsum([t["size"] for t in spec["obs_terms"]])[:-1]), strict=True)]
+    topics, recorded, steps, per_term = _bag_observation_errors(bag, spec, ref_obs, length, (
+        "/joint_states", "/odom", "/scan", "/robotrl/route", "/robotrl/observation", "/ackermann_controller/commands"))
     # float64 on the robot, float32 in TaskEnv: the round-off feeds back through the closed loop (measured
     # max 1.5e-4 after 40 steps); a wrong frame, sign or beam order gives errors of order 0.1-1
     first = int(np.argmax(steps.max(axis=1) >= 1e-3))
-    assert err.max() < 1e-3, f"from step {first} of {length}: " + "; ".join(per_term)
+    assert steps.max() < 1e-3, f"from step {first} of {length}: " + "; ".join(per_term)
     # the rays saw something (the untrained car meets obstacles or traffic) and the route was followed
     rays = recorded[:, -18:-3]
     assert rays.min() < 1.0
@@ -394,20 +401,14 @@ def test_tool_use_rollout_over_dds_matches_in_process(tool_use_export, tmp_path,
                                      robot=str(tool_use_profile(tmp_path)), rate_hz=5.0, episode_length_s=0.6)
     length = int(float(episodes[0]["length"]))
     assert length == len(ref_qpos) == 30
-    topics = read_bag(bag)
-    for topic in ("/joint_states", "/object_pose", "/robotrl/goal_pose", "/robotrl/object_box", "/robotrl/observation",
-                  "/position_controller/commands"):
-        assert topics.get(topic), f"{topic} missing from the bag"
-    recorded = np.stack([np.asarray(m.data) for _, m in topics["/robotrl/observation"][:length]])
-    steps = np.abs(recorded - np.stack(ref_obs))
-    err = steps.max(axis=0)
-    per_term = [f"{t['name']}: {float(e.max()):.2e}" for t, e in zip(spec["obs_terms"], np.split(
-        err, np.cumsum([t["size"] for t in spec["obs_terms"]])[:-1]), strict=True)]
+    topics, recorded, steps, per_term = _bag_observation_errors(bag, spec, ref_obs, length, (
+        "/joint_states", "/object_pose", "/robotrl/goal_pose", "/robotrl/object_box", "/robotrl/observation",
+        "/position_controller/commands"))
     status = {kv.key: kv.value for kv in topics["/robotrl/status"][-1][1].status[0].values}
     # float64 on the robot, float32 in TaskEnv (measured max 7e-7 over 50 steps at 10 Hz); a command that answered an
     # older state (a sync time-out) or a wrong frame, sign or joint order gives errors of order 1e-2 to 1
     first = int(np.argmax(steps.max(axis=1) >= 1e-3))
-    assert err.max() < 1e-3, (f"from step {first} of {length} (sync time-outs: {status.get('sync_timeouts', 0)}): "
+    assert steps.max() < 1e-3, (f"from step {first} of {length} (sync time-outs: {status.get('sync_timeouts', 0)}): "
                               + "; ".join(per_term))
     assert float(episodes[0]["return"]) == pytest.approx(ref_returns[0], rel=1e-3, abs=1e-4)
     # the arm moved (forward kinematics away from home) and the pose input was consumed at every step
