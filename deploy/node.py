@@ -291,6 +291,9 @@ class PolicyNode:
         if priority > 0:
             try:
                 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+                for thread in self.transport.receive_threads() if self.transport is not None else []:
+                    if thread.native_id is not None:
+                        os.sched_setscheduler(thread.native_id, os.SCHED_FIFO, os.sched_param(priority))
             except (OSError, AttributeError) as exc:
                 raise RuntimeError(f"rt_priority={priority}: cannot switch to SCHED_FIFO ({exc}); grant "
                                    "CAP_SYS_NICE / an rtprio limit, or set rt_priority:=0.") from exc

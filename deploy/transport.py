@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import importlib.util
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +95,15 @@ class Transport(abc.ABC):
 
     def spin_once(self) -> None:  # noqa: B027 - optional hook, a no-op unless the middleware needs it
         """Let the middleware deliver pending messages (rclpy needs it; DDS does not)."""
+
+    def receive_threads(self) -> list[threading.Thread]:
+        """The threads that deliver messages to the subscriptions.
+
+        The node raises them to its ``rt_priority`` with the control loop, so that a real-time loop
+        never waits for the GIL held by a receive thread that the scheduler starved.
+        """
+        thread = getattr(self, "_thread", None)
+        return [thread] if isinstance(thread, threading.Thread) and thread.is_alive() else []
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -44,7 +44,9 @@ def test_best_effort_reader_matches_reliable_writer_and_stamps_arrival():
     assert len(got) == 1 and got[0][1].position == [1.5]
     assert sent <= got[0][0] <= before_take  # ... and carries its arrival time, not the time of take()
     assert sub.take() == []
+    assert [t.name for t in tr.receive_threads()] == ["dds-receive"]  # the thread an rt_priority node raises
     tr.close()
+    assert tr.receive_threads() == []
 
 
 CHILD = """

@@ -150,6 +150,7 @@ def test_spin_thread_delivers_while_the_caller_never_spins():
         assert [m.position for _, m in got] == [[float(i)] for i in range(5)]
         assert all(t >= sent for t, _ in got)  # stamped at arrival on the spin thread
         assert b._thread.is_alive() and b._thread.name == "rclpy-spin"
+        assert b.receive_threads() == [b._thread]  # the thread an rt_priority node raises with its loop
     finally:
         a.close()
         b.close()
