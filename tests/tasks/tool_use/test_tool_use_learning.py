@@ -14,7 +14,9 @@ import sys
 import pytest
 
 
+# Measured 2026-11-23: passed in 608.6 s (training 566 s, load avg ~1.4), stage 1 at 0.53M steps, lift 0.045->0.114.
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the 420 iterations alone can exceed pyproject's default --timeout=600
 def test_default_tool_use_run_reaches_the_lift_stage_and_its_lift_rate_rises(tmp_path):
     run = tmp_path / "tool_use"
     cmd = [sys.executable, "-m", "robotrl.cli", "train", "task=tool_use", "max_iterations=420", "max_time_s=100000",
@@ -29,6 +31,12 @@ def test_default_tool_use_run_reaches_the_lift_stage_and_its_lift_rate_rises(tmp
         return sum(r[key] for r in part) / len(part)
 
     first, last = rows[:fifth], rows[-fifth:]
-    assert max(r["episode/curriculum_stage"] for r in rows) >= 1, "the curriculum never left the reach stage"
-    assert mean("episode/reward/lift", last) > 1.5 * mean("episode/reward/lift", first)
-    assert mean("episode/lifted", last) > mean("episode/lifted", first) + 0.003
+    stage = max(r["episode/curriculum_stage"] for r in rows)
+    lift = mean("episode/reward/lift", first), mean("episode/reward/lift", last)
+    lifted = mean("episode/lifted", first), mean("episode/lifted", last)
+    measured = (f"{len(rows)} rows, max curriculum stage {stage}, lift reward {lift[0]:.4f} -> {lift[1]:.4f}, "
+                f"lift rate {lifted[0]:.4f} -> {lifted[1]:.4f} (first -> last fifth)")
+    print(measured)
+    assert stage >= 1, f"the curriculum never left the reach stage: {measured}"
+    assert lift[1] > 1.5 * lift[0], measured
+    assert lifted[1] > lifted[0] + 0.003, measured
