@@ -21,11 +21,14 @@ of two geoms' frictions, so tyre multipliers below 1 never mattered); ``robotrl 
 over friction 0.3..1.2, track curvature, traffic speed and obstacles; then the run is
 continued for the same extra time twice: with ``task.scenarios=<mined> task.scenario_mix=0.5``
 and, as the control, without. Success is measured in the mined regions and elsewhere on
-fresh scenarios. The mined regions (miner and uniform baseline: same budget, same region
-extraction) are scored on held-out scenarios drawn uniformly and labelled by the narrow
-policy: ``*_planted_failure_coverage_pct`` is the share of the held-out failures inside the
-planted box (friction < 1.0) that the regions contain (the planted failure region by volume,
-each point weighted by its failure probability); ``*_planted_excess_failure_coverage_pct``
+fresh scenarios. The mined file picks regions by learnability (``weighting:
+learnability``, robotrl.twin.scenarios); the evaluation draws from the mined regions in
+proportion to their failure rate, as before that weighting existed. The mined regions (miner
+and uniform baseline: same budget, same region extraction) are scored on held-out scenarios
+drawn uniformly and labelled by the narrow policy: ``*_planted_failure_coverage_pct`` is the
+share of the held-out failures inside the planted box (friction < 1.0) that the regions
+contain (the planted failure region by volume, each point weighted by its failure
+probability); ``*_planted_excess_failure_coverage_pct``
 counts only failures above the failure rate of the trained regime (friction >= 1.0);
 ``*_planted_box_coverage_pct`` is the share of the whole box, failing or not. A region is
 false when its held-out failure rate is < 0.5 (``*_false_regions``), or also when less than
@@ -142,9 +145,11 @@ NARROW = ["task=driving", "task.friction_range=[1.0,1.2]", "seed=0", "progress=f
 MINE_PARAMS = ["friction", "max_curvature", "traffic_speed", "obstacles"]
 PLANTED_FRICTION = 1.0  # the planted box: friction below what the narrow run ever saw
 PLANT_STAGES = ("train", "mine", "heldout", "retrain_mined", "retrain_control", "eval")
+SCENARIO_MIX = {"mined": 0.5}  # retrained policies with the mined scenarios: task.scenario_mix
+WEIGHTING = "learnability"  # how the mined file picks regions for training (robotrl.twin.scenarios)
 # what a stage writes (under PLANT_DIR, and its key in state.json), and what it makes stale when it runs again
-_PRODUCTS = {"train": ["narrow"], "mine": ["miner.yaml", "uniform.yaml"], "heldout": ["heldout.npz"],
-             "retrain_mined": ["mined"], "retrain_control": ["control"], "eval": []}
+_PRODUCTS = {"train": ["narrow"], "mine": ["miner.yaml", "uniform.yaml", "miner_samples.npz", "uniform_samples.npz"],
+             "heldout": ["heldout.npz"], "retrain_mined": ["mined"], "retrain_control": ["control"], "eval": []}
 _STALE_AFTER = {"train": PLANT_STAGES[1:], "mine": ("retrain_mined", "eval"), "heldout": (),
                 "retrain_mined": (), "retrain_control": (), "eval": ()}  # a retrain drops its own eval keys
 EVAL_POLICIES = ("narrow", "mined", "control")
@@ -199,7 +204,7 @@ def _trained_s(run):
 def _stage_done(stage, state, train_s=480, extra_s=240):
     if stage == "train":
         return _trained_s(PLANT_DIR / "narrow") >= train_s
-    if stage in ("retrain_mined", "retrain_control"):
+    if stage.startswith("retrain_"):
         return _trained_s(PLANT_DIR / stage.split("_")[1]) >= train_s + extra_s
     if stage == "eval":
         return all(f"{n}_success_elsewhere_pct" in state.get("eval", {}) for n in EVAL_POLICIES)
@@ -255,8 +260,11 @@ def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
         for name, uniform in (("miner", False), ("uniform", True)):
             res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform)
             res_state[f"{name}_failure_rate_in_samples"] = float(1 - res.success.mean())
-            res_state[f"{name}_regions"] = [r.summary for r in res.regions]
-            ScenarioFile("driving", ev.params, res.regions).save(files[name])
+            res_state[f"{name}_background_failure_rate"] = res.background
+            res_state[f"{name}_regions"] = [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
+                                            for r in res.regions]
+            ScenarioFile("driving", ev.params, res.regions, weighting=WEIGHTING).save(files[name])
+            np.savez(PLANT_DIR / f"{name}_samples.npz", x=res.samples, success=res.success)
         state["mine"] = res_state
     elif stage == "heldout":
         # uniform over the space, labelled by the narrow policy: the empirical failure region
@@ -268,18 +276,20 @@ def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
         state["heldout"] = {"heldout_scenarios": n_heldout,
                             "narrow_heldout_failure_rate_planted_pct": round(100 * float(fail[planted].mean()), 1),
                             "narrow_heldout_failure_rate_trained_pct": round(100 * float(fail[~planted].mean()), 1)}
-    elif stage in ("retrain_mined", "retrain_control"):
+    elif stage.startswith("retrain_"):
         # continue the narrow run for extra_s, with the mined scenarios mixed in or without (control)
         import shutil
 
-        run = PLANT_DIR / stage.split("_")[1]
-        extra = ["task.scenarios=" + str(files["miner"]), "task.scenario_mix=0.5"] if stage == "retrain_mined" else []
+        policy = stage.split("_")[1]
+        run = PLANT_DIR / policy
+        extra = ([f"task.scenarios={files['miner']}", f"task.scenario_mix={SCENARIO_MIX[policy]}"]
+                 if policy in SCENARIO_MIX else [])
         shutil.copytree(narrow, run)
         _train(run, train_s + extra_s, ["resume=true", *extra])
     elif stage == "eval":
         # resumable: one policy at a time, a new one only if it should end within the call's 10 minutes
         mined = ScenarioFile.load(files["miner"])
-        draws = mined.sample(n_eval, torch.Generator().manual_seed(7))
+        draws = mined.sample(n_eval, torch.Generator().manual_seed(7), weighting="failure_rate")
         x_in = np.stack([draws[n].numpy() for n in MINE_PARAMS], 1)
         pool = _from_unit(np.random.default_rng(8).random((4 * n_eval, len(MINE_PARAMS))), mined.params)
         x_out = pool[~inside_regions(pool, mined.regions, mined.params)][:n_eval]
@@ -336,7 +346,8 @@ def planted_rows(stages=PLANT_STAGES, train_s=480, extra_s=240, budget=512, n_he
         _save_plant_state(state)
     out = {"train_narrow_s": train_s, "retrain_extra_s": extra_s, "mine_budget": budget, "mine_params": MINE_PARAMS,
            "narrowed": "task.friction_range=[1.0,1.2] (effective road friction >= 1.0)",
-           "planted_box": f"friction < {PLANTED_FRICTION}"}
+           "planted_box": f"friction < {PLANTED_FRICTION}", "scenario_mix": SCENARIO_MIX,
+           "scenario_weighting_train": WEIGHTING, "scenario_weighting_eval": "failure_rate"}
     for stage in ("mine", "heldout", "eval"):
         out.update(state.get(stage, {}))
     files = {name: PLANT_DIR / f"{name}.yaml" for name in ("miner", "uniform")}

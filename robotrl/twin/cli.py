@@ -8,9 +8,10 @@ robotrl twin calibrate bags=<dir> task=humanoid [robot=<profile>] [params=body_m
 [delays=0,1,2] [out=twin_calibration]
 mujoco.sysid fit; writes <out>/physics.yaml and sysid's results (confidence intervals).
 robotrl twin mine checkpoint=<run> budget=N [params=friction,max_curvature] [rounds=4] [worlds=128]
-[seed=0] [uniform=false] [out=scenarios.yaml] [task.<field>=<value> ...]
+[seed=0] [uniform=false] [weighting=learnability] [out=scenarios.yaml] [task.<field>=<value> ...]
 the policy over N scenarios (batched worlds), adaptive search for low-success regions; writes the
-scenario file (regions with summaries) and <out>.samples.json (every scenario and its success).
+scenario file (regions with summaries; training picks its regions by ``weighting``, learnability or
+failure_rate) and <out>.samples.json (every scenario and its success).
 robotrl twin triage bags=<dir> policy=<export/policy.onnx|run dir> task=humanoid [robot=<profile>]
 [out=twin_triage]
 failed episodes replayed closed loop in the twin: reproduced -> policy weakness (a scenario file
@@ -108,13 +109,15 @@ def _mine(args: dict[str, str]) -> int:
         log.warning("no failure region found in %d scenarios (failure rate %.3f); no scenario file written",
                     len(result.success), 1.0 - result.success.mean())
     else:
-        ScenarioFile(evaluator.task_name, evaluator.params, result.regions).save(out)
+        ScenarioFile(evaluator.task_name, evaluator.params, result.regions,
+                     weighting=args.get("weighting", "learnability")).save(out)
         for r in result.regions:
             log.info("%s (failure rate %.2f over %d scenarios)", r.summary, r.failure_rate, r.samples)
         log.info("wrote %s: train with task.scenarios=%s task.scenario_mix=0.5", out, out)
     samples = out.with_suffix(".samples.json")
     samples.write_text(json.dumps({"task": evaluator.task_name, "params": [p.name for p in evaluator.params],
                                    "x": result.samples.tolist(), "success": result.success.astype(int).tolist(),
+                                   "background_failure_rate": result.background,
                                    "regions": [r.summary for r in result.regions]}))
     return 0
 

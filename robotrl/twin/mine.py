@@ -1,12 +1,19 @@
 """Failure mining: adaptive search for low-success regions over a task's scenario parameters.
 
 ``mine(evaluate, params, budget)`` spends ``budget`` evaluations in rounds. Round 0 samples
-uniformly. Each later round is a cross-entropy step on the failure rate: half of its
-samples are drawn around the failures found so far (a Gaussian fitted to them, in the unit
-cube of the parameters, widened so boundaries are explored), half uniformly (so new
-regions can still appear). Regions are then read off all samples with a small
-axis-aligned decision tree (Gini splits, depth and leaf-size limited): leaves whose failure
-rate is at least ``min_failure_rate`` become boxes, each with a summary sentence.
+uniformly. Each later round is half uniform (so new regions can still appear, and the
+uniform draws estimate the background failure rate) and half focused: a cross-entropy step
+on the failure rate (a Gaussian fitted to the failures so far, in the unit cube of the
+parameters, widened so boundaries are explored) and, for half of the focused draws, a
+confirmation step: uniform draws inside the candidate regions not yet confirmed.
+
+Regions are read off all samples with a small axis-aligned decision tree (Gini splits,
+depth and leaf-size limited). A leaf is a region only when its failure rate is at least
+``min_failure_rate`` *and* significantly above the background: the Wilson lower
+bound of its rate (``z`` 1.96: the 95% interval's lower end) exceeds the failure rate of the uniform draws. The
+tree picks its purest leaves, so a small leaf's observed rate is optimistic (the winner's
+curse); the bound discounts it by its sample count. Sibling regions whose union also
+passes the test are merged into their parent's box. Each region gets a summary sentence.
 
 ``evaluate`` takes ``(N, D)`` parameter values and returns ``(N,)`` success flags; for a
 policy it runs the scenarios as batched worlds (``robotrl twin mine``).
@@ -29,11 +36,16 @@ EvaluateFn = Callable[[np.ndarray], np.ndarray]
 
 @dataclass
 class MiningResult:
-    """Samples ``(N, D)`` in parameter units, their ``(N,)`` success, and the regions found."""
+    """Samples ``(N, D)`` in parameter units, their ``(N,)`` success, and the regions found.
+
+    ``background`` is the failure rate of the uniformly drawn samples, the rate a region's
+    must be significantly above.
+    """
 
     samples: np.ndarray
     success: np.ndarray
     regions: list[Region]
+    background: float = float("nan")
 
 
 def _to_unit(x: np.ndarray, params: list[ScenarioParam]) -> np.ndarray:
@@ -49,22 +61,34 @@ def _from_unit(u: np.ndarray, params: list[ScenarioParam]) -> np.ndarray:
     return x
 
 
-def _gini(fail: np.ndarray) -> float:
-    p = fail.mean() if fail.size else 0.0
-    return 2.0 * p * (1.0 - p)
+def wilson_lower(failures: int, n: int, z: float = 1.96) -> float:
+    """Wilson score lower bound of a failure rate from ``failures`` of ``n`` (0 when ``n`` is 0)."""
+    if n <= 0:
+        return 0.0
+    p, z2 = failures / n, z * z
+    centre = p + z2 / (2 * n)
+    half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return float((centre - half) / (1 + z2 / n))
 
 
-def _boxes(u: np.ndarray, fail: np.ndarray, lo: np.ndarray, hi: np.ndarray, depth: int, min_leaf: int
-           ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Leaves ``(lo, hi, member mask)`` of a Gini tree over unit-cube samples ``u`` ``(N, D)``."""
+@dataclass
+class _Node:
+    """A box ``[lo, hi]`` of the unit cube, its member mask over all samples, and its two children (or none)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    mask: np.ndarray
+    children: tuple[_Node, _Node] | None = None
+
+
+def _best_split(u: np.ndarray, fail: np.ndarray, min_leaf: int) -> tuple[int, float]:
+    """``(dimension, cut)`` of the Gini-best split with ``min_leaf`` samples each side; dimension -1 if none helps."""
     n = fail.size
-    if depth == 0 or n < 2 * min_leaf or fail.all() or not fail.any():
-        return [(lo, hi, np.ones(n, dtype=bool))]
-    best = (_gini(fail) * n, -1, 0.0)
+    p = fail.mean()
+    best = (2.0 * p * (1.0 - p) * n, -1, 0.0)
     for d in range(u.shape[1]):
         order = np.argsort(u[:, d])
-        xs, fs = u[order, d], fail[order].astype(float)
-        cum = np.cumsum(fs)
+        xs, cum = u[order, d], np.cumsum(fail[order].astype(float))
         for i in range(min_leaf, n - min_leaf + 1):
             if xs[i - 1] == xs[min(i, n - 1)]:
                 continue
@@ -72,42 +96,103 @@ def _boxes(u: np.ndarray, fail: np.ndarray, lo: np.ndarray, hi: np.ndarray, dept
             score = i * 2 * pl * (1 - pl) + (n - i) * 2 * pr * (1 - pr)
             if score < best[0] - 1e-9:
                 best = (score, d, 0.5 * (xs[i - 1] + xs[min(i, n - 1)]))
-    _, d, cut = best
+    return best[1], best[2]
+
+
+def _tree(u: np.ndarray, fail: np.ndarray, lo: np.ndarray, hi: np.ndarray, depth: int, min_leaf: int,
+          members: np.ndarray | None = None) -> _Node:
+    """Gini tree over unit-cube samples ``u`` ``(N, D)``; ``members`` ``(N,)`` marks the samples in ``[lo, hi]``."""
+    members = np.ones(fail.size, dtype=bool) if members is None else members
+    node = _Node(lo, hi, members)
+    f = fail[members]
+    if depth == 0 or f.size < 2 * min_leaf or f.all() or not f.any():
+        return node
+    d, cut = _best_split(u[members], f, min_leaf)
     if d < 0:
-        return [(lo, hi, np.ones(n, dtype=bool))]
-    left = u[:, d] <= cut
-    out = []
-    for mask, (blo, bhi) in ((left, (lo, np.where(np.arange(len(hi)) == d, cut, hi))),
-                             (~left, (np.where(np.arange(len(lo)) == d, cut, lo), hi))):
-        for clo, chi, sub in _boxes(u[mask], fail[mask], blo, bhi, depth - 1, min_leaf):
-            full = np.zeros(n, dtype=bool)
-            full[np.flatnonzero(mask)[sub]] = True
-            out.append((clo, chi, full))
-    return out
+        return node
+    left = members & (u[:, d] <= cut)
+    node.children = (_tree(u, fail, lo, np.where(np.arange(len(hi)) == d, cut, hi), depth - 1, min_leaf, left),
+                     _tree(u, fail, np.where(np.arange(len(lo)) == d, cut, lo), hi, depth - 1, min_leaf,
+                           members & ~left))
+    return node
+
+
+def _leaves(node: _Node) -> list[_Node]:
+    return [node] if node.children is None else [leaf for c in node.children for leaf in _leaves(c)]
+
+
+def _significant(node: _Node, fail: np.ndarray, background: float, z: float, min_leaf: int,
+                 min_failure_rate: float) -> bool:
+    n, k = int(node.mask.sum()), int(fail[node.mask].sum())
+    return n >= min_leaf and k >= min_failure_rate * n and wilson_lower(k, n, z) > background
+
+
+def _region_nodes(node: _Node, test: Callable[[_Node], bool]) -> tuple[list[_Node], bool]:
+    """Region boxes under ``node`` and whether they are the whole node (siblings that both are merge upwards)."""
+    if node.children is None:
+        ok = test(node)
+        return ([node] if ok else []), ok
+    (left, whole_l), (right, whole_r) = (_region_nodes(c, test) for c in node.children)
+    if whole_l and whole_r and test(node):
+        return [node], True
+    return left + right, False
 
 
 def extract_regions(samples: np.ndarray, success: np.ndarray, params: list[ScenarioParam], depth: int = 6,
-                    min_leaf: int = 8, min_failure_rate: float = 0.5) -> list[Region]:
-    """Low-success boxes from evaluated samples (module docstring)."""
+                    min_leaf: int = 8, min_failure_rate: float = 0.5, background: float | None = None,
+                    z: float = 1.96) -> list[Region]:
+    """Low-success boxes from evaluated samples (module docstring).
+
+    Args:
+        samples: ``(N, D)`` parameter values.
+        success: ``(N,)`` success flags.
+        params: the parameters of the columns.
+        depth: tree depth.
+        min_leaf: smallest leaf and region, in samples.
+        min_failure_rate: smallest observed failure rate of a region.
+        background: the failure rate a region must be significantly above (default: that of all samples;
+            ``mine`` passes the rate of its uniform draws).
+        z: one-sided normal quantile of the Wilson lower bound (0: the observed rate must exceed background).
+
+    """
     u = np.clip(_to_unit(samples, params), 0.0, 1.0)
     fail = ~np.asarray(success, dtype=bool)
-    regions = []
+    if background is None:
+        background = float(fail.mean()) if fail.size else 0.0
     D = len(params)
-    for lo, hi, mask in _boxes(u, fail, np.zeros(D), np.ones(D), depth, min_leaf):
-        rate = float(fail[mask].mean()) if mask.any() else 0.0
-        if rate < min_failure_rate or mask.sum() < min_leaf:
-            continue
+    root = _tree(u, fail, np.zeros(D), np.ones(D), depth, min_leaf)
+
+    def test(node: _Node) -> bool:
+        return _significant(node, fail, background, z, min_leaf, min_failure_rate)
+
+    regions = []
+    for node in _region_nodes(root, test)[0]:
         bounds = {}
         for i, p in enumerate(params):
-            if lo[i] > 0 or hi[i] < 1:
-                bounds[p.name] = [float(p.low + lo[i] * (p.high - p.low)), float(p.low + hi[i] * (p.high - p.low))]
-        regions.append(Region(bounds=bounds, failure_rate=rate, samples=int(mask.sum()),
-                              summary=summarize(bounds, params)))
+            if node.lo[i] > 0 or node.hi[i] < 1:
+                bounds[p.name] = [float(p.low + node.lo[i] * (p.high - p.low)),
+                                  float(p.low + node.hi[i] * (p.high - p.low))]
+        regions.append(Region(bounds=bounds, failure_rate=float(fail[node.mask].mean()),
+                              samples=int(node.mask.sum()), summary=summarize(bounds, params)))
     return regions
 
 
+def _candidate_boxes(u: np.ndarray, fail: np.ndarray, uniform: np.ndarray, depth: int, min_leaf: int,
+                     min_failure_rate: float, z: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Unit-cube boxes of the leaves that fail often enough but are not yet significant: to be confirmed."""
+    background = float(fail[uniform].mean()) if uniform.any() else float(fail.mean())
+    root = _tree(u, fail, np.zeros(u.shape[1]), np.ones(u.shape[1]), depth, min_leaf)
+    out = []
+    for leaf in _leaves(root):
+        n, k = int(leaf.mask.sum()), int(fail[leaf.mask].sum())
+        if n and k >= min_failure_rate * n and wilson_lower(k, n, z) <= background:
+            out.append((leaf.lo, leaf.hi))
+    return out
+
+
 def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds: int = 4, seed: int = 0,
-         uniform_only: bool = False, depth: int = 6, min_leaf: int = 8) -> MiningResult:
+         uniform_only: bool = False, depth: int = 6, min_leaf: int = 8, min_failure_rate: float = 0.5,
+         z: float = 1.96) -> MiningResult:
     """Search ``budget`` scenarios for failure regions (module docstring).
 
     Args:
@@ -119,28 +204,43 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
         uniform_only: the uniform-random baseline (every round uniform) at the same budget.
         depth: region tree depth.
         min_leaf: smallest region, in samples.
+        min_failure_rate: smallest failure rate of a region.
+        z: significance of a region against the background (``extract_regions``).
 
     """
     rng = np.random.default_rng(seed)
     D = len(params)
     per_round = max(1, budget // rounds)
-    us, ok = [], []
+    us, ok, drawn_uniform = [], [], []
     for r in range(rounds):
         n = per_round if r < rounds - 1 else budget - per_round * (rounds - 1)
         u = rng.random((n, D))
-        fails = np.concatenate(us)[~np.concatenate(ok)] if us else np.zeros((0, D))
-        if not uniform_only and r > 0 and len(fails) >= 2:
+        uniform = np.ones(n, dtype=bool)
+        u_all = np.concatenate(us) if us else np.zeros((0, D))
+        fail_all = ~np.concatenate(ok) if ok else np.zeros(0, dtype=bool)
+        if not uniform_only and r > 0 and fail_all.sum() >= 2:
             focused = n // 2
+            boxes = _candidate_boxes(u_all, fail_all, np.concatenate(drawn_uniform), depth, min_leaf,
+                                     min_failure_rate, z)
+            confirm = focused // 2 if boxes else 0
+            fails = u_all[fail_all]
             mean, std = fails.mean(0), fails.std(0) * 1.5 + 0.05
-            u[:focused] = np.clip(rng.normal(mean, std, (focused, D)), 0.0, 1.0)
+            u[: focused - confirm] = np.clip(rng.normal(mean, std, (focused - confirm, D)), 0.0, 1.0)
+            for j, b in enumerate(rng.integers(0, max(len(boxes), 1), confirm)):
+                lo, hi = boxes[b]
+                u[focused - confirm + j] = lo + (hi - lo) * rng.random(D)
+            uniform[:focused] = False
         success = np.asarray(evaluate(_from_unit(u, params)), dtype=bool)
         us.append(u)
         ok.append(success)
+        drawn_uniform.append(uniform)
         log.info("mining round %d: %d samples, failure rate %.2f", r, n, 1.0 - success.mean())
     samples = _from_unit(np.concatenate(us), params)
     success = np.concatenate(ok)
-    return MiningResult(samples=samples, success=success,
-                        regions=extract_regions(samples, success, params, depth, min_leaf))
+    uniform = np.concatenate(drawn_uniform)
+    background = float(1.0 - success[uniform].mean())
+    regions = extract_regions(samples, success, params, depth, min_leaf, min_failure_rate, background, z)
+    return MiningResult(samples=samples, success=success, regions=regions, background=background)
 
 
 def region_coverage(regions: list[Region], planted: dict[str, list[float]], params: list[ScenarioParam],

@@ -6,9 +6,18 @@ holds the task name, those declarations and a list of regions: boxes over some o
 parameters with the failure rate measured there and a readable summary.
 
 With ``task.scenarios=<file> task.scenario_mix=0.5`` a task draws, for that fraction of the
-worlds it resets, a region (weighted by its failure rate) and the region's parameters
-uniformly inside its box; the other parameters keep the task's own draw. This module is a
-leaf (numpy, torch, yaml): tasks import it lazily.
+worlds it resets, a region and the region's parameters uniformly inside its box; the other
+parameters keep the task's own draw. The file's ``weighting`` says how a region is picked:
+
+- ``failure_rate`` (the default, and what a file without the key means): in proportion to
+  its measured failure rate;
+- ``learnability``: in proportion to ``p (1 - p)``, with ``p`` the failure rate smoothed by
+  its sample count (``(failures + 1) / (samples + 2)``), as in prioritized level replay's
+  "neither solved nor hopeless" curricula. A region where every sample failed is most likely
+  beyond what the robot can do (the car's grip, a push no controller survives) and teaches
+  little; one where the policy sometimes succeeds is where training helps.
+
+This module is a leaf (numpy, torch, yaml): tasks import it lazily.
 """
 
 from __future__ import annotations
@@ -43,19 +52,41 @@ class Region:
     summary: str = ""
 
 
+WEIGHTINGS = ("failure_rate", "learnability")
+
+
+def region_weights(regions: list[Region], weighting: str = "failure_rate") -> torch.Tensor:
+    """``(R,)`` sampling weight of each region under ``weighting`` (module docstring), at least 1e-3."""
+    if weighting == "failure_rate":
+        w = [r.failure_rate for r in regions]
+    elif weighting == "learnability":
+        p = [(r.failure_rate * r.samples + 1.0) / (r.samples + 2.0) for r in regions]
+        w = [q * (1.0 - q) for q in p]
+    else:
+        raise ValueError(f"unknown scenario weighting {weighting!r}; one of {WEIGHTINGS}.")
+    return torch.tensor([max(x, 1e-3) for x in w])
+
+
 @dataclass
 class ScenarioFile:
-    """The content of a scenario file (module docstring)."""
+    """The content of a scenario file (module docstring); ``weighting`` picks regions when sampling."""
 
     task: str
     params: list[ScenarioParam]
     regions: list[Region] = field(default_factory=list)
+    weighting: str = "failure_rate"
+
+    def __post_init__(self) -> None:
+        """Reject an unknown ``weighting``."""
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"unknown scenario weighting {self.weighting!r}; one of {WEIGHTINGS}.")
 
     def save(self, path: str | Path) -> Path:
         """Write as YAML."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump({"task": self.task, "params": [asdict(p) for p in self.params],
+        path.write_text(yaml.safe_dump({"task": self.task, "weighting": self.weighting,
+                                        "params": [asdict(p) for p in self.params],
                                         "regions": [asdict(r) for r in self.regions]}, sort_keys=False))
         return path
 
@@ -72,13 +103,20 @@ class ScenarioFile:
                 raise ValueError(f"{path}: a region bounds undeclared parameters {unknown}; declared: {sorted(names)}.")
         if not regions:
             raise ValueError(f"{path}: the scenario file has no regions.")
-        return cls(task=data.get("task", ""), params=params, regions=regions)
+        weighting = data.get("weighting", "failure_rate")
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"{path}: unknown weighting {weighting!r}; one of {WEIGHTINGS}.")
+        return cls(task=data.get("task", ""), params=params, regions=regions, weighting=weighting)
 
-    def sample(self, k: int, gen: torch.Generator, device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
-        """Draw ``k`` scenarios: ``{name: (k,) float32}`` with NaN where a drawn region leaves ``name`` free."""
+    def sample(self, k: int, gen: torch.Generator, device: torch.device | str = "cpu",
+               weighting: str | None = None) -> dict[str, torch.Tensor]:
+        """Draw ``k`` scenarios: ``{name: (k,) float32}`` with NaN where a drawn region leaves ``name`` free.
+
+        Regions are picked by ``weighting`` (default: the file's).
+        """
         if k == 0:
             return {p.name: torch.zeros(0, device=device) for p in self.params}
-        weights = torch.tensor([max(r.failure_rate, 1e-3) for r in self.regions])
+        weights = region_weights(self.regions, weighting or self.weighting)
         pick = torch.multinomial(weights, k, replacement=True, generator=gen)
         kinds = {p.name: p.kind for p in self.params}
         out = {p.name: torch.full((k,), float("nan")) for p in self.params}

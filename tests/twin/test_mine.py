@@ -4,7 +4,16 @@ import numpy as np
 import pytest
 import torch
 
-from robotrl.twin.mine import failure_coverage, inside_regions, mine, region_coverage
+from robotrl.twin.mine import (
+    _leaves,
+    _tree,
+    extract_regions,
+    failure_coverage,
+    inside_regions,
+    mine,
+    region_coverage,
+    wilson_lower,
+)
 from robotrl.twin.scenarios import Region, ScenarioFile, ScenarioParam
 
 PARAMS = [ScenarioParam("thickness", 0.005, 0.05, unit="m"), ScenarioParam("mass", 0.1, 1.0, unit="kg"),
@@ -62,3 +71,72 @@ def test_failure_coverage_weights_points_by_failure_and_subtracts_background():
     # background 0.5: weights +0.5 for failures, -0.5 for successes -> (0.5 + 0.5) / (1.5 - 0.5)
     assert failure_coverage(inside, fail, target, background=0.5) == pytest.approx(1.0)
     assert np.isnan(failure_coverage(inside, np.zeros(5, dtype=bool)))
+
+
+def test_wilson_lower_bound_matches_hand_worked_values():
+    # 8 of 13, z 1.96: (p + z2/2n - z sqrt(p(1-p)/n + z2/4n2)) / (1 + z2/n) = (0.76314 - 0.30295) / 1.29551
+    assert wilson_lower(8, 13, 1.96) == pytest.approx(0.35522, abs=1e-4)
+    assert wilson_lower(8, 13, 0.0) == pytest.approx(8 / 13)  # no discount at z 0
+    assert wilson_lower(26, 26, 1.645) == pytest.approx(26 / (26 + 1.645**2))  # all failed: n / (n + z2)
+    assert wilson_lower(0, 0) == 0.0
+
+
+UNIT = [ScenarioParam("a", 0.0, 1.0), ScenarioParam("b", 0.0, 1.0)]
+
+
+def test_region_test_rejects_small_noisy_leaf_and_keeps_planted_box():
+    # 1-D, no randomness: 500 evenly spaced scenarios, 90% failures in the planted box a < 0.2 and a steady
+    # 40% elsewhere (fail, ok, fail, ok, ok, ...), plus a sliver of 10 scenarios at a 0.70-0.71 with 7 failures
+    params = [ScenarioParam("a", 0.0, 1.0)]
+    a = (np.arange(500) + 0.5) / 500
+    fail = np.where(a < 0.2, np.arange(500) % 10 != 0, np.array([1, 0, 1, 0, 0], bool)[np.arange(500) % 5])
+    sliver_fail = np.random.default_rng(0).permutation(np.arange(10) < 7)
+    x = np.concatenate([a, 0.70 + 0.001 * (np.arange(10) + 0.5)])[:, None]
+    success = ~np.concatenate([fail, sliver_fail])
+    in_sliver = np.array([[0.705]])
+    # without the discount for sample count (z 0) the tree's 9-sample leaf there (7 failed) is a region
+    loose = extract_regions(x, success, params, min_leaf=8, z=0.0)
+    assert inside_regions(in_sliver, loose, params).all()
+    regions = extract_regions(x, success, params, min_leaf=8)  # Wilson 95% lower bound of 7/9: 0.45 < 0.50
+    assert not inside_regions(in_sliver, regions, params).any()
+    assert len(regions) == 1
+    assert regions[0].bounds["a"] == pytest.approx([0.0, 0.2], abs=0.005)
+    assert regions[0].failure_rate == pytest.approx(0.9, abs=0.01)
+
+
+def test_sibling_regions_merge_into_one_box():
+    # a 40 x 40 grid; a < 0.3 fails at 80% (b < 0.5, every fifth diagonal succeeds) or 100% (b > 0.5), 5%
+    # elsewhere: the tree splits the band on b, both halves are regions, so the band is one region
+    i, j = np.meshgrid(np.arange(40), np.arange(40), indexing="ij")
+    x = np.stack([(i.ravel() + 0.5) / 40, (j.ravel() + 0.5) / 40], 1)
+    band = np.where(x[:, 1] < 0.5, (i + j).ravel() % 5 != 0, True)
+    fail = np.where(x[:, 0] < 0.3, band, (7 * i + 3 * j).ravel() % 20 == 0)
+    leaves = _leaves(_tree(x, fail, np.zeros(2), np.ones(2), depth=6, min_leaf=8))
+    assert sum(leaf.hi[0] <= 0.3 + 1e-9 for leaf in leaves) >= 2  # the tree does split the band
+    regions = extract_regions(x, ~fail, UNIT, min_leaf=8)
+    assert len(regions) == 1
+    assert regions[0].bounds["a"] == pytest.approx([0.0, 0.3], abs=0.02)
+    assert "b" not in regions[0].bounds
+    assert regions[0].failure_rate == pytest.approx(0.9, abs=0.01)
+
+
+def test_scenario_file_weighting_learnability_and_old_files(tmp_path):
+    hopeless = Region(bounds={"thickness": [0.005, 0.01]}, failure_rate=1.0, samples=10)
+    learnable = Region(bounds={"thickness": [0.03, 0.05]}, failure_rate=0.5, samples=10)
+    path = ScenarioFile("tool_use", PARAMS, [hopeless, learnable], weighting="learnability").save(tmp_path / "w.yaml")
+    loaded = ScenarioFile.load(path)
+    assert loaded.weighting == "learnability"
+    # smoothed p: 11/12 and 6/12 -> weights 11/144 and 36/144: the learnable region gets 36/47 of the draws
+    t = loaded.sample(20000, torch.Generator().manual_seed(0))["thickness"]
+    assert (t >= 0.03).float().mean().item() == pytest.approx(36 / 47, abs=0.015)
+    # by failure rate (1.0 and 0.5): 1/3 to the learnable region
+    t = loaded.sample(20000, torch.Generator().manual_seed(0), weighting="failure_rate")["thickness"]
+    assert (t >= 0.03).float().mean().item() == pytest.approx(1 / 3, abs=0.015)
+    # a file written before the weighting key existed keeps its failure-rate sampling
+    old = tmp_path / "old.yaml"
+    old.write_text(path.read_text().replace("weighting: learnability\n", ""))
+    assert "weighting" not in old.read_text()
+    assert ScenarioFile.load(old).weighting == "failure_rate"
+    (tmp_path / "bad.yaml").write_text(path.read_text().replace("learnability", "curiosity"))
+    with pytest.raises(ValueError, match="curiosity"):
+        ScenarioFile.load(tmp_path / "bad.yaml")

@@ -38,6 +38,7 @@ def test_mine_cli_writes_scenario_file_with_summaries(humanoid_run, tmp_path):
                  "task.episode_length_s=0.15", "task.randomize=false", "task.init_noise=0.0", f"out={out}"]) == 0
     mined = ScenarioFile.load(out)
     assert mined.task == "humanoid" and [p.name for p in mined.params] == ["cmd_vx", "friction"]
+    assert mined.weighting == "learnability"  # the CLI's default for training
     assert all(r.summary.startswith("fails when cmd_vx >") for r in mined.regions)
     lows = [r.bounds["cmd_vx"][0] for r in mined.regions]
     assert 0.1 < min(lows) < 0.6  # |vx - cmd| < 0.3 m/s is success, and the policy barely moves
