@@ -5,6 +5,7 @@
     python benchmarks/vlm_rewards.py all
     python benchmarks/vlm_rewards.py pose      # humanoid pose demo (default: kneeling, VLM-RM scored every 4th step,
                                                # 400 s per learner); keys pose_<pose>_*
+    python benchmarks/vlm_rewards.py driving_finetune  # CLG as a fine-tune of one CaRL pretrain, equal env steps
 
 Run it under the shared CPU lock: ``flock /tmp/robotrl-cpu.lock python benchmarks/vlm_rewards.py all``.
 
@@ -224,13 +225,17 @@ ZERO_BUT_ALIVE = [f"task.reward_scales.{k}=0.0" for k in
                   ("track_lin_vel", "track_yaw", "upright", "ctrl", "action_rate", "vertical_vel")]
 
 
-def train_run(name: str, overrides: list[str], seconds: float, seed: int = 0) -> dict[str, float | str]:
-    """``robotrl train <overrides>`` for ``seconds`` of wall-clock; env steps and iterations reached."""
+def train_run(name: str, overrides: list[str], seconds: float, seed: int = 0,
+              iterations: int | None = None) -> dict[str, float | str]:
+    """``robotrl train <overrides>`` for ``seconds`` of wall-clock (or up to iteration ``iterations``,
+    no wall-clock limit); env steps and iterations reached."""
     import json
     import subprocess
 
     run_dir = DEMO_DIR / name
-    cmd = ["robotrl", "train", *overrides, f"max_time_s={seconds:.0f}", "max_iterations=1000000",
+    stop = [f"max_time_s={seconds:.0f}", "max_iterations=1000000"] if iterations is None else \
+        ["max_time_s=0", f"max_iterations={iterations}"]
+    cmd = ["robotrl", "train", *overrides, *stop,
            f"run_dir={run_dir}", f"seed={seed}", "progress=false", "tensorboard=false", "torch_threads=1"]
     log.info("$ %s", " ".join(cmd))
     t0 = time.perf_counter()
@@ -340,6 +345,37 @@ def driving_demo(args: argparse.Namespace) -> dict[str, float | str]:
         out |= train_run(name, overrides, args.demo_seconds)
         ev = evaluate_run(str(DEMO_DIR / name), scenario_prob=1.0, num_envs=64, rounds=1, split="heldout")
         out |= {f"{name}_heldout_{k}": v for k, v in ev.items()}
+    return out
+
+
+def driving_finetune_demo(args: argparse.Namespace) -> dict[str, float | str]:
+    """CLG as a fine-tune at equal env steps: one CaRL-only pretrain, then ``--finetune-iterations``
+    more PPO iterations from that same checkpoint (weights, optimizer and random streams), with
+    and without the CLG speed-gating term. Same composed task config, worlds and env steps for
+    both arms; only the reward differs. Wall-clock differs (CLG renders and scores frames) and is
+    reported."""
+    import shutil
+
+    from driving import evaluate_run
+
+    common = ["task=driving", f"sim.num_envs={args.demo_worlds}", "sim.nthread=1"]
+    ev_kw = {"scenario_prob": 1.0, "num_envs": 64, "rounds": 1, "split": "heldout"}
+    out: dict[str, float | str] = {"ft_pretrain_budget_s": args.demo_seconds,
+                                   "ft_finetune_iterations": args.finetune_iterations, "ft_every": args.every,
+                                   "ft_eval": "one deterministic episode per world, 64 worlds, held-out tracks, "
+                                              "3 obstacles and 2 traffic cars in every episode",
+                                   "ft_command": " ".join(["python", "benchmarks/vlm_rewards.py", *sys.argv[1:]])}
+    pre = "ft_pretrain"
+    shutil.rmtree(DEMO_DIR / pre, ignore_errors=True)
+    out |= train_run(pre, common, args.demo_seconds)
+    out |= {f"{pre}_heldout_{k}": v for k, v in evaluate_run(str(DEMO_DIR / pre), **ev_kw).items()}
+    until = int(out[f"{pre}_train_iterations"]) + args.finetune_iterations
+    arms = {"ft_carl_only": [], "ft_carl_clg": ["reward=clg_speed", f"reward.every={args.every}"]}
+    for name, extra in arms.items():
+        shutil.rmtree(DEMO_DIR / name, ignore_errors=True)
+        shutil.copytree(DEMO_DIR / pre, DEMO_DIR / name)
+        out |= train_run(name, [*common, *extra, "resume=true"], 0.0, iterations=until)
+        out |= {f"{name}_heldout_{k}": v for k, v in evaluate_run(str(DEMO_DIR / name), **ev_kw).items()}
     return out
 
 
@@ -479,7 +515,7 @@ def main() -> None:
     """Parse, run, print the table, save flat JSON."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["encoder", "steps", "all", "pose", "driving", "prefs",
-                                          "prefs_sac", "demos"])
+                                          "prefs_sac", "demos", "driving_finetune"])
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: the scorer thread and the "
                    "simulation each get one of this machine's 2 shared cores)")
     p.add_argument("--sim-threads", type=int, default=1)
@@ -500,6 +536,8 @@ def main() -> None:
     p.add_argument("--pose-every", type=int, default=4, help="score every k-th step in the pose demo's VLM runs")
     p.add_argument("--vlm-scale", type=float, default=10.0, help="reward.scale of the pose demo's VLM-RM term")
     p.add_argument("--every", type=int, default=2, help="score every k-th step in the driving demo's CLG run")
+    p.add_argument("--finetune-iterations", type=int, default=40,
+                   help="driving_finetune: PPO iterations of each arm after the shared CaRL pretrain")
     p.add_argument("--pairs", type=int, default=300)
     p.add_argument("--out-dir", default="", help="where the JSON goes (default benchmarks/results/)")
     p.add_argument("--pref-steps", type=int, default=60, help="random-policy steps whose frames are labelled")
@@ -521,6 +559,8 @@ def main() -> None:
         figures |= pose_demo(args)
     if args.what in ("driving", "demos"):
         figures |= driving_demo(args)
+    if args.what == "driving_finetune":
+        figures |= driving_finetune_demo(args)
     figures[f"{args.what}_bench_wall_s"] = time.perf_counter() - t0
     path = save(NAME, figures, out_dir=args.out_dir or None)
     print(table([(k, fmt(v)) for k, v in sorted(figures.items())], f"VLM rewards ({args.what})"))  # noqa: T201
