@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 from robotrl.deploy import msgs
+from robotrl.deploy.cli import StopSignals, console_front
 from robotrl.deploy.observation import required_inputs, static_inputs
-from robotrl.deploy.params import StopSignals, console_front
 from robotrl.deploy.profile import RobotProfile, load_profile
 from robotrl.deploy.robot import Robot, Telemetry
 from robotrl.deploy.runtime import OnnxPolicy

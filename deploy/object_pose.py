@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 from robotrl.deploy import msgs
-from robotrl.deploy.params import StopSignals, console_front
+from robotrl.deploy.cli import StopSignals, console_front
 from robotrl.deploy.transport import Qos, make_transport
 
 log = logging.getLogger("robotrl.object_pose")

@@ -15,8 +15,6 @@ Values are parsed as YAML scalars (``true``, ``3``, ``0.5``, ``[1, 2]``).
 
 from __future__ import annotations
 
-import logging
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,56 +142,3 @@ def check_known(params: dict[str, Any], known: dict[str, Any], program: str) -> 
     if unknown:
         raise ValueError(f"{program}: unknown parameter(s) {unknown}; valid: {sorted(known)}.")
     return {**known, **params}
-
-
-def console_front(
-    argv: list[str], doc: str, node_name: str, defaults: dict[str, Any], program: str
-) -> tuple[RosArgs, dict[str, Any]] | int:
-    """Shared front end of the console scripts: ``--help``, the ROS tail, known keys, logging.
-
-    Returns:
-        ``(args, params)`` to run with, or an exit code (0 after ``--help``, 2 on bad arguments).
-
-    """
-    if "-h" in argv or "--help" in argv:
-        print(doc)  # noqa: T201 (CLI entry point)
-        return 0
-    try:
-        args = parse_args(argv, node_name)
-        params = check_known(args.params, defaults, program)
-    except ValueError as exc:
-        message = str(exc) if str(exc).startswith(program) else f"{program}: {exc}"
-        print(message, file=sys.stderr)  # noqa: T201 (CLI entry point)
-        return 2
-    logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
-    return args, params
-
-
-class StopSignals:
-    """SIGINT/SIGTERM handling for a console script, from before its node exists.
-
-    A signal that arrives while the node is still being built (transport, subscriptions) is
-    remembered instead of raising ``KeyboardInterrupt`` half-way through set-up; ``attach`` then
-    hands it, and every later signal, to the node's ``request_stop`` so the node still shuts down
-    the normal way (safe command, final status). The rclpy transport initializes rclpy without its
-    own signal handlers for the same reason.
-    """
-
-    def __init__(self) -> None:
-        import signal
-
-        self.pending: int | None = None
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, self._remember)
-
-    def _remember(self, signum: int, _frame: Any = None) -> None:
-        self.pending = signum
-
-    def attach(self, request_stop: Any) -> None:
-        """Route SIGINT/SIGTERM to ``request_stop(signum, frame)``; replay one that came during set-up."""
-        import signal
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, request_stop)
-        if self.pending is not None:
-            request_stop(self.pending, None)

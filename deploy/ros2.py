@@ -309,7 +309,7 @@ class RclpyTransport(Transport):
         # args=[]: never let rcl parse sys.argv (name:=value there gives "deprecated remap" warnings;
         # the console front end has already parsed the --ros-args tail)
         # no rclpy signal handlers: the console scripts handle SIGINT/SIGTERM themselves
-        # (params.StopSignals), and rclpy's would shut the context down under a node still being built
+        # (cli.StopSignals), and rclpy's would shut the context down under a node still being built
         from rclpy.signals import SignalHandlerOptions
 
         rclpy.init(args=[], context=self._context, domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)

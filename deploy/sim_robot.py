@@ -54,8 +54,8 @@ from typing import Any
 
 import numpy as np
 from robotrl.deploy import msgs
+from robotrl.deploy.cli import StopSignals, console_front
 from robotrl.deploy.observation import STATIC, quat_rotate_inverse_wxyz
-from robotrl.deploy.params import StopSignals, console_front
 from robotrl.deploy.profile import load_profile
 from robotrl.deploy.ros_robot import ROUTE_QOS
 from robotrl.deploy.transport import RELIABLE_QOS, Qos, make_transport

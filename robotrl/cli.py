@@ -33,11 +33,43 @@ USAGE = __doc__ or ""
 # subcommand -> "module:function" taking argv (plain, non-Hydra subcommands)
 _PLAIN: dict[str, str] = {
     "export": "robotrl.export.cli:main",
-    "collect": "robotrl.data.collect:main",
+    "collect": "robotrl.cli:collect_main",
     "rewards": "robotrl.rewards.cli:main",
     "batch": "robotrl.cluster.cli:main",
     "twin": "robotrl.twin.cli:main",
 }
+
+
+def collect_main(argv: list[str]) -> int:
+    """Entry point of ``robotrl collect`` (usage: the docstring of ``robotrl.data.collect``)."""
+    import torch
+
+    from robotrl.data import collect as C
+    from robotrl.storage.demos import write_demos
+
+    setup_logging("INFO")
+    if not argv or argv[0] in ("-h", "--help"):
+        print(C.__doc__)
+        return 0
+    try:
+        opts, overrides = C.parse_args(argv)
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 2
+    torch.manual_seed(opts["seed"])
+    env, env_args = C.build_env(opts["task"], opts["num_envs"], opts["seed"], overrides, opts["image_size"])
+    teacher = C._teacher(env, opts["teacher"])
+    extra = ("image", "instruction") if opts["image_size"] > 0 else ()
+    if extra and not getattr(env, "instructions", None):
+        extra = ("image",)
+    episodes = C.collect(env, teacher, opts["episodes"], opts["noise"], opts["success_only"], opts["seed"],
+                         extra_obs=extra)
+    env_args |= {"teacher": opts["teacher"], "noise": opts["noise"]}
+    write_demos(opts["out"], episodes, env_args)
+    rate = sum(ep["success"] for ep in episodes) / len(episodes)
+    steps = sum(ep["actions"].shape[0] for ep in episodes)
+    print(f"wrote {len(episodes)} demos ({steps} steps, success {rate:.2f}) to {opts['out']}")
+    return 0
 
 
 _RUN_STAMP: list[str] = []  # under torchrun: rank 0's time stamp, so that every rank uses one run dir

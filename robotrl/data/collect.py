@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import sys
 from typing import Any
 
 import torch
 import yaml
 
 from robotrl.envs.base import VecEnv
-from robotrl.storage.demos import Episode, write_demos
+from robotrl.storage.demos import Episode
 
 log = logging.getLogger(__name__)
 
@@ -215,32 +214,3 @@ def _episode(steps: dict[str, list[torch.Tensor]], extra_obs: tuple[str, ...]) -
     if extra_obs:
         ep["extra_obs"] = {k: torch.stack(steps[k]) for k in extra_obs}
     return ep
-
-
-def main(argv: list[str]) -> int:
-    """Entry point of ``robotrl collect`` (see module docstring)."""
-    from robotrl.monitoring import setup_logging
-
-    setup_logging("INFO")
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)  # noqa: T201
-        return 0
-    try:
-        opts, overrides = parse_args(argv)
-    except ValueError as err:
-        print(err, file=sys.stderr)  # noqa: T201
-        return 2
-    torch.manual_seed(opts["seed"])
-    env, env_args = build_env(opts["task"], opts["num_envs"], opts["seed"], overrides, opts["image_size"])
-    teacher = _teacher(env, opts["teacher"])
-    extra = ("image", "instruction") if opts["image_size"] > 0 else ()
-    if extra and not getattr(env, "instructions", None):
-        extra = ("image",)
-    episodes = collect(env, teacher, opts["episodes"], opts["noise"], opts["success_only"], opts["seed"],
-                       extra_obs=extra)
-    env_args |= {"teacher": opts["teacher"], "noise": opts["noise"]}
-    write_demos(opts["out"], episodes, env_args)
-    rate = sum(ep["success"] for ep in episodes) / len(episodes)
-    steps = sum(ep["actions"].shape[0] for ep in episodes)
-    print(f"wrote {len(episodes)} demos ({steps} steps, success {rate:.2f}) to {opts['out']}")  # noqa: T201
-    return 0

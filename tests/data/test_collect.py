@@ -4,7 +4,8 @@ import h5py
 import pytest
 import torch
 
-from robotrl.data.collect import collect, main, parse_args
+from robotrl.cli import collect_main as main
+from robotrl.data.collect import collect, parse_args
 from robotrl.envs.base import VecEnv
 from robotrl.envs.reach import PointReach, ReachConfig
 

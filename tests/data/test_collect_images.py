@@ -2,7 +2,7 @@
 
 import torch
 
-from robotrl.data.collect import main
+from robotrl.cli import collect_main as main
 from robotrl.storage.demos import read_demos
 
 

@@ -203,7 +203,7 @@ def test_copied_worlds_match_their_source_and_stay_together():
 
 
 def test_collect_cli_writes_driving_demos_with_images_and_instructions(tmp_path):
-    from robotrl.data.collect import main
+    from robotrl.cli import collect_main as main
     from robotrl.storage.demos import read_demos
 
     out = tmp_path / "driving.hdf5"
