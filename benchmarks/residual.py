@@ -1,4 +1,4 @@
-"""Residual RL benchmark (ResFiT vs RLPD) and SAC vs PPO on the humanoid.
+"""Residual RL benchmark (ResFiT vs RLPD), and SAC and FastTD3 against PPO on the humanoid.
 
 Part ``residual`` (per seed, 4-D PointReach with a sparse success reward, radius 0.05):
   1. record 20 successful demonstrations from a noisy scripted teacher (noise std 0.5);
@@ -9,8 +9,9 @@ Part ``residual`` (per seed, 4-D PointReach with a sparse success reward, radius
   4. RLPD: the same learner and demos with no base, same env steps: ``rlpd_success``.
   Success is the deterministic policy's, on the first episode of each of 256 held-out worlds.
 
-Part ``sac_ppo``: SAC and PPO on ``humanoid`` from the CLI's composed configs (the
-``tuning/humanoid_*`` files), each for ``--seconds`` of wall-clock on this machine; the
+Part ``sac_ppo``: PPO, SAC and FastTD3 on ``humanoid`` from the CLI's composed configs (the same
+task config; each learner's ``tuning/humanoid_<algo>`` file), one after the other in one run,
+each for ``--seconds`` of wall-clock on this machine; the
 deterministic return is evaluated on 16 episodes; return-vs-steps and return-vs-time points
 come from each run's ``metrics.jsonl``.
 
@@ -26,7 +27,7 @@ set with a fixed eval seed (same tracks, starts, obstacles and traffic every tim
 deterministic actions, the first episode of each world; success = a completed lap.
 
     python benchmarks/residual.py --part residual --seeds 0 1 2 --env-steps 32000
-    python benchmarks/residual.py --part sac_ppo --seconds 90 --algos ppo   # then --algos sac
+    python benchmarks/residual.py --part sac_ppo --seconds 180   # PPO, SAC and FastTD3, ~10 min
     python benchmarks/residual.py --part driving_residual --fresh   # stage 1; repeat without --fresh
 
 Results are merged into ``benchmarks/results/residual.json`` (flat, units in key names).
@@ -47,7 +48,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, save, table  # noqa: E402
+from common import RESULTS_DIR, machine, save, table  # noqa: E402
 
 from robotrl.algos.bc import BC, BCConfig  # noqa: E402
 from robotrl.algos.residual import Residual, ResidualConfig, relabel_base_actions  # noqa: E402
@@ -148,6 +149,7 @@ def summarize(figures: dict) -> dict:
 
 def part_sac_ppo(seconds: float, algos: list[str], episodes: int = 16) -> tuple[dict, list]:
     from hydra import compose, initialize_config_module
+    from learning import write_curves  # the equal-footing benchmark's curve plot (PNG and CSV)
     from omegaconf import OmegaConf
     from robotrl.tasks import config_class
 
@@ -159,7 +161,7 @@ def part_sac_ppo(seconds: float, algos: list[str], episodes: int = 16) -> tuple[
     from robotrl.sim import SimConfig
 
     register_configs()
-    out, rows = {}, []
+    out, rows, curves = {}, [], {}
     for algo in algos:
         run_dir = tempfile.mkdtemp(prefix=f"bench_{algo}_")
         with initialize_config_module(config_module="robotrl.configs", version_base="1.3"):
@@ -172,6 +174,7 @@ def part_sac_ppo(seconds: float, algos: list[str], episodes: int = 16) -> tuple[
         final = run_episodes(env, runner.algo.policy, episodes, deterministic=True)
         curve = [(r["env_steps"], round(r["time_s"], 1), r.get("episode/return"))
                  for r in read_metrics(run_dir) if r.get("episode/return") is not None]
+        curves[algo] = [(t, s, r) for s, t, r in curve]
         stride = max(1, len(curve) // 8)
         out |= {f"humanoid_{algo}_env_steps": runner.env_steps, f"humanoid_{algo}_wall_s": runner.elapsed_s,
                 f"humanoid_{algo}_eval_return": final["return"],
@@ -181,6 +184,13 @@ def part_sac_ppo(seconds: float, algos: list[str], episodes: int = 16) -> tuple[
         rows.append((f"humanoid {algo}", f"{runner.env_steps} steps in {runner.elapsed_s:.0f} s, "
                                          f"eval return {final['return']:.1f} (len {final['length']:.0f})"))
         print(rows[-1], flush=True)
+    if "ppo" in algos:
+        for algo in algos:
+            out[f"humanoid_{algo}_eval_return_over_ppo"] = out[f"humanoid_{algo}_eval_return"] / out[
+                "humanoid_ppo_eval_return"]
+    png, _ = write_curves(curves, RESULTS_DIR, "humanoid_offpolicy",
+                          f"humanoid, {seconds:.0f} s wall-clock each on this machine: {', '.join(algos)}")
+    out["humanoid_offpolicy_curves_png"] = png.name
     return out, rows
 
 
@@ -390,7 +400,7 @@ def main() -> None:
     parser.add_argument("--env-steps", type=int, default=32000)
     parser.add_argument("--rlpd-sigma", type=float, default=0.1)
     parser.add_argument("--seconds", type=float, default=90.0)
-    parser.add_argument("--algos", nargs="+", choices=("ppo", "sac"), default=["ppo", "sac"])
+    parser.add_argument("--algos", nargs="+", choices=("ppo", "sac", "fasttd3"), default=["ppo", "sac", "fasttd3"])
     parser.add_argument("--methods", nargs="+", choices=("residual", "rlpd"), default=["residual", "rlpd"])
     parser.add_argument("--base", default="runs/driving_deploy_lap/checkpoints", help="driving PPO checkpoint")
     parser.add_argument("--steer-gain", type=float, default=1.0)

@@ -130,10 +130,12 @@ def register_configs() -> None:
 def extra_algo_schemas() -> dict[str, type]:
     """Schemas of algorithms beyond PPO that are installed in ``robotrl.algos``."""
     from robotrl.algos.bc import BCConfig
+    from robotrl.algos.fasttd3 import FastTD3Config
     from robotrl.algos.grpo import GRPOConfig
     from robotrl.algos.residual import ResidualConfig
     from robotrl.algos.sac import SACConfig
     from robotrl.algos.vla_sft import VLASFTConfig
 
-    return {"sac": SACConfig, "bc": BCConfig, "residual": ResidualConfig, "vla_sft": VLASFTConfig, "grpo": GRPOConfig,
+    return {"sac": SACConfig, "fasttd3": FastTD3Config,
+            "bc": BCConfig, "residual": ResidualConfig, "vla_sft": VLASFTConfig, "grpo": GRPOConfig,
             "vla_ppo": GRPOConfig}

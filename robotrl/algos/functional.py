@@ -240,6 +240,71 @@ def redq_min(q_heads: torch.Tensor, heads: torch.Tensor) -> torch.Tensor:
     return q_heads.index_select(0, heads).min(0).values
 
 
+def categorical_projection(
+    next_probs: torch.Tensor, returns: torch.Tensor, discount: torch.Tensor, v_min: float, v_max: float
+) -> torch.Tensor:
+    """C51 projection of the bootstrapped distribution ``R + D * Z(s')`` onto the fixed support.
+
+    The support is ``z_k = v_min + k * dz``, ``k = 0 .. K-1``, ``dz = (v_max - v_min) / (K - 1)``.
+    Each atom ``z_k`` moves to ``Tz_k = clip(R + D * z_k, v_min, v_max)``, and its probability is
+    split between the two neighbouring atoms in proportion to closeness (all of it to one atom when
+    ``Tz_k`` lands exactly on it).
+
+    Args:
+        next_probs: ``[B, K]`` probabilities of the target distribution at ``s'``.
+        returns: ``[B]`` n-step return ``R`` (see ``nstep_returns``).
+        discount: ``[B]`` bootstrap discount ``D`` (0 after a termination).
+        v_min: lowest atom.
+        v_max: highest atom.
+
+    Returns:
+        ``[B, K]`` projected probabilities (each row sums to 1).
+
+    """
+    b, k = next_probs.shape
+    support = torch.linspace(v_min, v_max, k, device=next_probs.device, dtype=next_probs.dtype)
+    dz = (v_max - v_min) / (k - 1)
+    tz = (returns[:, None] + discount[:, None] * support[None]).clamp(v_min, v_max)
+    pos = (tz - v_min) / dz  # [B, K] fractional atom index
+    lower = pos.floor().clamp(0, k - 1)
+    upper = pos.ceil().clamp(0, k - 1)
+    w_upper = pos - lower  # 0 when pos is an integer: then lower == upper takes everything
+    out = torch.zeros_like(next_probs)
+    out.scatter_add_(1, lower.long(), next_probs * (1.0 - w_upper))
+    out.scatter_add_(1, upper.long(), next_probs * w_upper)
+    return out
+
+
+def categorical_td_loss(logits: torch.Tensor, target_probs: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of every critic head's distribution against the projected target.
+
+    Args:
+        logits: ``[H, B, K]`` critic logits of ``H`` heads.
+        target_probs: ``[B, K]`` projected target (no gradient flows into it).
+
+    Returns:
+        Scalar: ``sum_h mean_b -sum_k target_bk * log_softmax(logits)_hbk``.
+
+    """
+    log_p = torch.log_softmax(logits, dim=-1)
+    return -(target_probs.detach()[None] * log_p).sum(-1).mean(1).sum()
+
+
+def clipped_double_distribution(probs: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """Per sample, the distribution of the head with the smallest expected value (clipped double Q).
+
+    Args:
+        probs: ``[H, B, K]`` target distributions of ``H`` heads.
+        values: ``[H, B]`` their expected values.
+
+    Returns:
+        ``[B, K]``.
+
+    """
+    head = values.argmin(0)  # [B]
+    return probs.gather(0, head[None, :, None].expand(1, *probs.shape[1:])).squeeze(0)
+
+
 def residual_action(base_action: torch.Tensor, raw: torch.Tensor, scale: float) -> torch.Tensor:
     """ResFiT composition ``clip(a_base + scale * tanh(raw), -1, 1)``; all ``[B, A]``."""
     return (base_action + scale * torch.tanh(raw)).clamp(-1.0, 1.0)

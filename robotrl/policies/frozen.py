@@ -22,7 +22,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from robotrl.policies.offpolicy import ChunkPolicy, ResidualActor, TanhGaussianActor
+from robotrl.policies.offpolicy import ChunkPolicy, DeterministicActor, ResidualActor, TanhGaussianActor
 
 EXECUTIONS = ("ensemble", "open_loop")
 
@@ -203,7 +203,8 @@ def module_from_meta(
 ) -> nn.Module:
     """The trained network described by a checkpoint's ``meta["policy"]`` ``p``, with ``weights`` loaded.
 
-    Kinds: ``actor_critic`` (PPO), ``tanh_gaussian`` (SAC), ``chunk`` (BC, as a raw ``ChunkPolicy``).
+    Kinds: ``actor_critic`` (PPO), ``tanh_gaussian`` (SAC), ``deterministic`` (FastTD3), ``chunk`` (BC, as a
+    raw ``ChunkPolicy``).
 
     Raises:
         ValueError: an unknown kind.
@@ -216,13 +217,15 @@ def module_from_meta(
         )
     elif kind == "tanh_gaussian":
         net = TanhGaussianActor(p["obs_dim"], p["action_dim"], list(p["hidden"]), p["normalize_obs"])
+    elif kind == "deterministic":
+        net = DeterministicActor(p["obs_dim"], p["action_dim"], list(p["hidden"]), p["normalize_obs"])
     elif kind == "actor_critic":
         from robotrl.policies.mlp import ActorCritic, PolicyConfig
 
         net = ActorCritic(p["obs_dim"], p["critic_dim"], p["action_dim"], PolicyConfig(**p["config"]))
     else:
         raise ValueError(
-            f"Unknown policy kind {kind!r}; valid: actor_critic, tanh_gaussian, chunk, residual."
+            f"Unknown policy kind {kind!r}; valid: actor_critic, tanh_gaussian, deterministic, chunk, residual."
         )
     net = net.to(device)
     net.load_state_dict(weights)

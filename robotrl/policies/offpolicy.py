@@ -1,10 +1,11 @@
 """Networks of the off-policy algorithms.
 
-A tanh-Gaussian actor (SAC), a residual actor (ResFiT), a chunked BC net, and a vectorized
-ensemble of LayerNorm Q heads (clipped double Q with 2 heads, REDQ with 10).
+A tanh-Gaussian actor (SAC), a deterministic actor (FastTD3), a residual actor (ResFiT), a
+chunked BC net, a vectorized ensemble of LayerNorm Q heads (clipped double Q with 2 heads, REDQ
+with 10) and its categorical (C51) variant.
 
 Shapes: observations ``(B, D)``, actions ``(B, A)`` in ``[-1, 1]``; the Q ensemble returns
-``(H, B)`` for ``H`` heads.
+``(H, B)`` for ``H`` heads, the categorical one ``(H, B, K)`` logits over ``K`` atoms.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class QEnsemble(nn.Module):
     """
 
     def __init__(
-        self, obs_dim: int, action_dim: int, hidden: list[int], heads: int, layer_norm: bool = True
+        self, obs_dim: int, action_dim: int, hidden: list[int], heads: int, layer_norm: bool = True,
+        out_dim: int = 1,
     ) -> None:
         super().__init__()
         self.heads = heads
@@ -82,13 +84,65 @@ class QEnsemble(nn.Module):
             if layer_norm:
                 layers.append(EnsembleLayerNorm(heads, b))
             layers.append(nn.ReLU())
-        layers.append(EnsembleLinear(heads, dims[-1], 1))
+        layers.append(EnsembleLinear(heads, dims[-1], out_dim))
         self.net = nn.Sequential(*layers)
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """``(H, B)`` Q values of ``(B, D)`` normalized observations and ``(B, A)`` actions."""
         x = torch.cat([obs, action], dim=-1)
         return self.net(x.unsqueeze(0).expand(self.heads, *x.shape)).squeeze(-1)
+
+
+class DistributionalQEnsemble(QEnsemble):
+    """``H`` categorical (C51) Q heads over ``K`` fixed atoms from ``v_min`` to ``v_max`` (FastTD3).
+
+    ``forward`` returns ``(H, B, K)`` logits; ``value`` turns logits into ``(H, B)`` expected values.
+    """
+
+    def __init__(
+        self, obs_dim: int, action_dim: int, hidden: list[int], heads: int, num_atoms: int,
+        v_min: float, v_max: float, layer_norm: bool = False,
+    ) -> None:
+        if num_atoms < 2 or not v_max > v_min:
+            raise ValueError(f"need num_atoms >= 2 and v_max > v_min, got {num_atoms}, [{v_min}, {v_max}]")
+        super().__init__(obs_dim, action_dim, hidden, heads, layer_norm, out_dim=num_atoms)
+        self.register_buffer("support", torch.linspace(v_min, v_max, num_atoms))
+        self.v_min, self.v_max = v_min, v_max
+
+    def value(self, logits: torch.Tensor) -> torch.Tensor:
+        """Expected values ``sum_k softmax(logits)_k z_k``: ``(..., K) -> (...)``."""
+        return torch.softmax(logits, dim=-1) @ self.support
+
+
+class DeterministicActor(nn.Module):
+    """TD3/FastTD3 actor ``a = tanh(f(norm(s)))``, with running obs normalization.
+
+    Args:
+        obs_dim: ``D``.
+        action_dim: ``A``.
+        hidden: hidden sizes of ``f`` (ReLU).
+        normalize_obs: keep running mean/std of observations (the critic reads ``obs_norm`` too).
+
+    """
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden: list[int], normalize_obs: bool = True) -> None:
+        super().__init__()
+        self.obs_dim, self.action_dim = obs_dim, action_dim
+        self.obs_norm: nn.Module = RunningNorm(obs_dim) if normalize_obs else nn.Identity()
+        self.net: nn.Sequential = mlp(obs_dim, hidden, action_dim, "relu")
+
+    def act_inference(self, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic ``(B, A)`` action of raw observations."""
+        return torch.tanh(self.net(self.obs_norm(obs)))
+
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(action, zeros(B))``: the ``ActorCritic.act`` interface (no log-probability to give)."""
+        action = self.act_inference(obs)
+        return action, torch.zeros(action.shape[0], device=action.device)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic action (what export traces)."""
+        return self.act_inference(obs)
 
 
 class TanhGaussianActor(nn.Module):

@@ -10,6 +10,7 @@ from typing import Any
 _RUNNERS: dict[str, str] = {
     "ppo": "robotrl.runners.on_policy:OnPolicyRunner",
     "sac": "robotrl.runners.off_policy:OffPolicyRunner",
+    "fasttd3": "robotrl.runners.off_policy:OffPolicyRunner",
     "residual": "robotrl.runners.off_policy:OffPolicyRunner",
     "bc": "robotrl.runners.off_policy:OffPolicyRunner",
     "vla_sft": "robotrl.runners.vla:VLARunner",

@@ -1,4 +1,4 @@
-"""Off-policy and offline runner: SAC, residual RL (ResFiT / RLPD) and behaviour cloning.
+"""Off-policy and offline runner: SAC, FastTD3, residual RL (ResFiT / RLPD) and behaviour cloning.
 
 The loop, per iteration: ``steps_per_iteration`` times (act, env step, process step, and
 the owed gradient steps when the algorithm is ready); then log, checkpoint. BC is offline:
@@ -110,6 +110,10 @@ class OffPolicyRunner(Runner):
             from robotrl.algos.sac import SAC
 
             return SAC(env.obs_dims["policy"], env.num_actions, acfg, env.num_envs, dev, seed=self.cfg.seed)
+        if acfg.name == "fasttd3":
+            from robotrl.algos.fasttd3 import FastTD3
+
+            return FastTD3(env.obs_dims["policy"], env.num_actions, acfg, env.num_envs, dev, seed=self.cfg.seed)
         if acfg.name == "bc":
             from robotrl.algos.bc import BC
             from robotrl.storage.demos import read_demos
@@ -122,7 +126,7 @@ class OffPolicyRunner(Runner):
             return BC(episodes, acfg, dev, num_envs=env.num_envs, seed=self.cfg.seed)
         if acfg.name == "residual":
             return self._build_residual(acfg)
-        raise KeyError(f"OffPolicyRunner cannot run algo {acfg.name!r}; valid: sac, residual, bc.")
+        raise KeyError(f"OffPolicyRunner cannot run algo {acfg.name!r}; valid: sac, fasttd3, residual, bc.")
 
     def _fit_bc_base(self, dataset: str, acfg: Any) -> FrozenPolicy:
         from robotrl.algos.bc import BC, BCConfig

@@ -121,3 +121,41 @@ def test_soft_update():
         b.weight.fill_(1.0)
     F.soft_update(a, b, 0.25)
     assert a.weight.item() == pytest.approx(0.25)
+
+
+# --- FastTD3's categorical critic: support z = [0, 1, 2, 3, 4] (K = 5, dz = 1) -------------------
+def test_categorical_projection_splits_mass_between_neighbouring_atoms():
+    probs = torch.tensor([[0.0, 0.0, 1.0, 0.0, 0.0]])
+    # all mass at z = 2 moves to 0.5 + 0.5 * 2 = 1.5: half to atom 1, half to atom 2
+    out = F.categorical_projection(probs, torch.tensor([0.5]), torch.tensor([0.5]), 0.0, 4.0)
+    assert torch.allclose(out, torch.tensor([[0.0, 0.5, 0.5, 0.0, 0.0]]))
+
+
+def test_categorical_projection_after_termination_puts_everything_at_the_return():
+    probs = torch.full((1, 5), 0.2)
+    # D = 0: every atom lands on R = 3.25, 0.75 of the way from atom 3 toward atom 4
+    out = F.categorical_projection(probs, torch.tensor([3.25]), torch.tensor([0.0]), 0.0, 4.0)
+    assert torch.allclose(out, torch.tensor([[0.0, 0.0, 0.0, 0.75, 0.25]]))
+
+
+def test_categorical_projection_exact_landing_and_clipping():
+    probs = torch.tensor([[1.0, 0.0, 0.0, 0.0, 0.0], [0.1, 0.2, 0.3, 0.2, 0.2]])
+    # row 0: z = 0 -> 1 + 1 * 0 = 1 exactly (lower == upper); row 1: everything clipped to v_max = 4
+    out = F.categorical_projection(probs, torch.tensor([1.0, 10.0]), torch.tensor([1.0, 1.0]), 0.0, 4.0)
+    assert torch.allclose(out, torch.tensor([[0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 1.0]]))
+    assert torch.allclose(out.sum(1), torch.ones(2))
+
+
+def test_categorical_td_loss_is_summed_cross_entropy_over_heads():
+    logits = torch.zeros(2, 1, 2, requires_grad=True)  # both heads uniform: log p = log 0.5
+    loss = F.categorical_td_loss(logits, torch.tensor([[1.0, 0.0]]))
+    assert loss.item() == pytest.approx(2 * math.log(2.0))
+    loss.backward()  # d/dlogit of -log softmax_0 = softmax - onehot = [-0.5, 0.5] per head
+    assert torch.allclose(logits.grad, torch.tensor([[[-0.5, 0.5]], [[-0.5, 0.5]]]))
+
+
+def test_clipped_double_distribution_takes_the_lower_valued_head_per_sample():
+    probs = torch.tensor([[[1.0, 0.0], [0.9, 0.1]], [[0.0, 1.0], [0.2, 0.8]]])  # (H=2, B=2, K=2)
+    values = torch.tensor([[1.0, 5.0], [3.0, 2.0]])  # sample 0: head 0 is lower; sample 1: head 1
+    out = F.clipped_double_distribution(probs, values)
+    assert torch.equal(out, torch.tensor([[1.0, 0.0], [0.2, 0.8]]))

@@ -130,3 +130,32 @@ def test_sac_resume_without_saved_replay_starts_empty(train_cfg, tmp_path):
     assert not list((tmp_path / "checkpoints").glob("replay_*"))
     resumed = _sac(train_cfg, tmp_path, 3, "resume=true")
     assert resumed.restore() and len(resumed.algo.replay) == 0
+
+
+def _fasttd3(train_cfg, run_dir, iters, *extra):
+    cfg = train_cfg("task=humanoid", "algo=fasttd3", "sim.num_envs=4", "sim.nthread=2", f"max_iterations={iters}",
+                    "algo.steps_per_iteration=8", "algo.learning_starts=16", "algo.batch_size=16",
+                    "algo.actor_hidden=[16]", "algo.critic_hidden=[16]", "algo.num_atoms=11", "save_interval=1",
+                    "progress=false", "tensorboard=false", "eval_at_end=false", *extra)
+    return make_runner(cfg, run_dir)
+
+
+def test_fasttd3_resume_restores_exploration_stds_and_two_resumes_continue_identically(train_cfg, tmp_path):
+    base = _fasttd3(train_cfg, tmp_path / "base", 3)
+    base.learn()
+    runs = []
+    for name in ("r1", "r2"):
+        (tmp_path / name / "checkpoints").mkdir(parents=True)
+        for f in (tmp_path / "base" / "checkpoints").iterdir():
+            (tmp_path / name / "checkpoints" / f.name).write_bytes(f.read_bytes())
+        run = _fasttd3(train_cfg, tmp_path / name, 5, "resume=true")
+        assert run.restore()
+        assert torch.equal(run.algo.noise_std, base.algo.noise_std)  # per-world exploration stds come back
+        assert run.algo.num_updates == base.algo.num_updates > 0
+        run.learn()
+        runs.append(run)
+    a, b = (r.algo for r in runs)
+    assert a.num_updates == b.num_updates > base.algo.num_updates
+    assert torch.equal(a.noise_std, b.noise_std)
+    for (name, x), y in zip(a.policy.state_dict().items(), b.policy.state_dict().values(), strict=True):
+        assert torch.equal(x, y), name
