@@ -4,6 +4,8 @@
     python benchmarks/driving.py train --minutes 14    # robotrl train task=driving, then evaluate
     python benchmarks/driving.py eval --run runs/...   # evaluate an existing run only
     python benchmarks/driving.py stress --run runs/... # held-out tracks with traffic, off the training distribution
+    python benchmarks/driving.py widen --arm nominal --minutes 10 --run runs/widen   # then --arm wide,
+    python benchmarks/driving.py widen --arm compare --run runs/widen                # then both on STRESS
 
 Held-out evaluation runs one episode per world (2 x 128 worlds, deterministic actions) on the
 held-out track seeds, once with the road clear (``scenario_prob=0``) and once with 3
@@ -80,17 +82,32 @@ def episodes_once(policy, cfg, num_envs: int, seed: int) -> dict[str, torch.Tens
     return {k: v[done] for k, v in stats.items()}
 
 
-# name -> task overrides; training uses min_turn_radius 1.5, track_radius [5, 9], half_width [0.8, 1.0],
-# 3 obstacles, 2 traffic cars at 0.6-1.2 m/s
+# The training distribution of the shipped driving task before its randomization was widened. Every
+# stress setting states all of these fields, so that policies trained on different distributions are
+# evaluated on the same tracks and traffic.
+NOMINAL: dict = {"min_turn_radius": 1.5, "track_radius": [5.0, 9.0], "half_width": [0.8, 1.0],
+                 "num_obstacles": 3, "num_traffic": 2, "traffic_speed": [0.6, 1.2]}
+# name -> task overrides on top of NOMINAL
 STRESS: dict[str, dict] = {
-    "reference": {},
-    "tight_turns": {"min_turn_radius": 1.0, "track_radius": [4.0, 6.0]},
-    "narrow_road": {"half_width": [0.6, 0.7]},
-    "dense_traffic": {"num_obstacles": 5, "num_traffic": 4},
-    "fast_traffic": {"traffic_speed": [1.2, 1.8]},
-    "all_combined": {"min_turn_radius": 1.0, "track_radius": [4.0, 6.0], "half_width": [0.6, 0.7],
-                     "num_obstacles": 5, "num_traffic": 4, "traffic_speed": [1.2, 1.8]},
+    name: {**NOMINAL, **changes}
+    for name, changes in {
+        "reference": {},
+        "tight_turns": {"min_turn_radius": 1.0, "track_radius": [4.0, 6.0]},
+        "narrow_road": {"half_width": [0.6, 0.7]},
+        "dense_traffic": {"num_obstacles": 5, "num_traffic": 4},
+        "fast_traffic": {"traffic_speed": [1.2, 1.8]},
+        "all_combined": {"min_turn_radius": 1.0, "track_radius": [4.0, 6.0], "half_width": [0.6, 0.7],
+                         "num_obstacles": 5, "num_traffic": 4, "traffic_speed": [1.2, 1.8]},
+    }.items()
 }
+# the widened training distribution compared against NOMINAL by ``widen``
+WIDE: dict = {"min_turn_radius": 1.0, "track_radius": [4.0, 9.0], "half_width": [0.6, 1.0],
+              "traffic_speed": [0.6, 1.8]}
+
+
+def overrides_args(overrides: dict) -> list[str]:
+    """``{field: value}`` as ``task.<field>=<value>`` Hydra overrides."""
+    return [f"task.{k}={str(v).replace(' ', '')}" for k, v in overrides.items()]
 
 
 def evaluate_run(
@@ -178,9 +195,49 @@ def save(results: dict) -> None:
     print(f"\nsaved {RESULTS}")
 
 
+def widen(args: argparse.Namespace, results: dict) -> None:
+    """Nominal against widened training randomization: the same seed, budget and command but WIDE.
+
+    ``--arm nominal`` and ``--arm wide`` each train one run; ``--arm compare`` evaluates both on every
+    STRESS setting (held-out tracks, traffic in every episode), so the cost of widening shows in the
+    ``reference`` row and its gain in the others.
+    """
+    arms = {"nominal": NOMINAL, "wide": {**NOMINAL, **WIDE}}
+    for key in ("widen_date", "widen_load_avg_1min"):  # one per arm and per comparison
+        results[key.replace("widen_", f"widen_{args.arm}_")] = results.pop(key)
+    if args.arm != "compare":
+        extra = overrides_args(arms[args.arm]) + args.overrides
+        wall = train(args.minutes, f"{args.run}_{args.arm}", args.seed, extra)
+        progress = training_progress(f"{args.run}_{args.arm}")
+        results.update({f"widen_{args.arm}_{k}": v for k, v in progress.items()})
+        results[f"widen_{args.arm}_train_wall_s"] = wall
+        results[f"widen_{args.arm}_train_overrides"] = " ".join(extra)
+        results[f"widen_{args.arm}_seed"] = args.seed
+        save(results)
+        return
+    metrics = ("route_completion", "route_completion_se", "collision_rate", "collision_rate_se", "off_road_rate",
+               "lap_rate", "mean_speed_mps")
+    print(f"{'setting':<14} {'arm':<8} {'route':>6} {'laps':>5} {'collide':>7} {'off-road':>8}", flush=True)
+    for name, overrides in STRESS.items():
+        row = {}
+        for arm in arms:
+            r = evaluate_run(f"{args.run}_{arm}", 1.0, **overrides)
+            row[arm] = r
+            results.update({f"widen_{arm}_{name}_{k}": r[k] for k in metrics})
+            print(f"{name:<14} {arm:<8} {r['route_completion']:6.3f} {r['lap_rate']:5.2f} "
+                  f"{r['collision_rate']:7.3f} {r['off_road_rate']:8.3f}", flush=True)
+        for k in ("route_completion", "collision_rate", "lap_rate"):
+            results[f"widen_delta_{name}_{k}"] = row["wide"][k] - row["nominal"][k]
+        results[f"widen_{name}_overrides"] = " ".join(overrides_args(overrides))
+    results["widen_runs"] = f"{args.run}_nominal {args.run}_wide"
+    save(results)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["throughput", "train", "eval", "stress"])
+    parser.add_argument("mode", choices=["throughput", "train", "eval", "stress", "widen"])
+    parser.add_argument("--arm", choices=["nominal", "wide", "compare"], default="compare",
+                        help="widen: train one arm (run dir <run>_<arm>), or evaluate both side by side")
     parser.add_argument("--minutes", type=float, default=14.0, help="training wall-clock budget")
     parser.add_argument("--run", default="runs/driving/benchmark", help="run directory")
     parser.add_argument("--seed", type=int, default=0)
@@ -209,11 +266,13 @@ def main() -> None:
         for name, overrides in STRESS.items():
             r = evaluate_run(args.run, 1.0, **overrides)
             results.update({f"stress_{name}_{k}": v for k, v in r.items()})
-            pairs = (f"task.{k}={str(v).replace(' ', '')}" for k, v in overrides.items())
-            results[f"stress_{name}_overrides"] = " ".join(pairs)
+            results[f"stress_{name}_overrides"] = " ".join(overrides_args(overrides))
             print(f"{name:<14} {r['route_completion']:6.3f} {r['lap_rate']:5.2f} {r['collision_rate']:7.3f} "
                   f"{r['off_road_rate']:8.3f}", flush=True)
         save(results)
+        return
+    if args.mode == "widen":
+        widen(args, results)
         return
     if args.mode == "train":
         results["train_wall_s_with_final_eval"] = train(args.minutes, args.run, args.seed, args.overrides)

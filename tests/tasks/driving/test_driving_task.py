@@ -249,6 +249,9 @@ def test_eval_artifacts(tmp_path):
 def test_hydra_configs(train_cfg):
     cfg = train_cfg("task=driving")
     assert isinstance(cfg.task, DrivingConfig) and cfg.task.scenario_prob == 0.8
+    # task=driving trains on the widened randomization, wider than the schema's defaults
+    assert cfg.task.half_width == [0.6, 1.0] and cfg.task.min_turn_radius == 1.0
+    assert DrivingConfig().half_width == [0.8, 1.0]
     assert cfg.policy.distribution == "beta"
     traffic = train_cfg("task=driving_traffic")
     assert traffic.task.name == "driving" and traffic.task.scenario_prob == 1.0
