@@ -22,6 +22,8 @@ depends on the load. Results are merged into ``benchmarks/results/throughput.jso
 before/after pair sits side by side. ``ops_before_*`` was measured at commit 7e1ea4d, whose
 gym-matched env still had the task's fall heights (0.8, 2.1): falls, and so autoresets, are
 rarer there than with gymnasium's (1.0, 2.0), so compare it with a run of those settings.
+``ops_before2_*`` (commit d215791) and ``ops_after2_*`` (the humanoid's signal buffers and
+``step`` under ``torch.no_grad()``) both use gymnasium's fall heights.
 """
 
 from __future__ import annotations

@@ -13,9 +13,18 @@ import torch
 
 def quat_rotate_wxyz(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Rotate vectors ``v`` ``(..., 3)`` by unit quaternions ``q`` ``(..., 4)``."""
-    w, xyz = q[..., :1], q[..., 1:]
+    return quat_rotate_parts_wxyz(q[..., :1], q[..., 1:], v)
+
+
+def quat_rotate_parts_wxyz(w: torch.Tensor, xyz: torch.Tensor, v: torch.Tensor,
+                           out: torch.Tensor | None = None) -> torch.Tensor:
+    """``quat_rotate_wxyz`` of a quaternion given as its parts ``w`` ``(..., 1)`` and ``xyz`` ``(..., 3)``.
+
+    For callers that slice a persistent quaternion buffer once; ``out`` (optional) receives the
+    rotated vectors. The arithmetic is ``quat_rotate_wxyz``'s, so the results are the same bits.
+    """
     t = 2.0 * torch.cross(xyz, v, dim=-1)
-    return v + w * t + torch.cross(xyz, t, dim=-1)
+    return torch.add(v + w * t, torch.cross(xyz, t, dim=-1), out=out)
 
 
 def quat_rotate_inverse_wxyz(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

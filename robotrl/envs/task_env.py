@@ -22,6 +22,8 @@ every world has the calibrated delay.
 ``env.pre_reset_hooks``: callables ``hook(env, info)`` run every step after physics and the
 reward, before the autoreset, so they see the end-of-step state of every world, including those
 about to be reset (``robotrl.rewards.env`` renders the frames it scores here). They may add keys to ``info``.
+Like the rest of ``step`` and ``reset``, they run under ``torch.no_grad()``: the env records no autograd
+graph (that saves per-op autograd bookkeeping on every step).
 
 Images and instructions (VLA tasks): with ``image_size=(H, W)`` the env renders every world
 from the task's ``image_camera`` (else its ``eval_camera``) with the lean settings of
@@ -98,12 +100,14 @@ class TaskEnv(VecEnv):
         self.obs_dims = {k: int(v.shape[1]) for k, v in self.reset().items() if v.ndim == 2}
 
     # ------------------------------------------------------------------------------
+    @torch.no_grad()
     def reset(self) -> Obs:
         """Reset every world (new initial states, new randomization)."""
         self._reset_ids(self._arange)
         self._obs = self._observe()
         return self._obs
 
+    @torch.no_grad()
     def step(self, action: torch.Tensor) -> StepResult:
         """One control step for all worlds; see ``robotrl.envs.base`` for the outputs."""
         if action.shape != (self.num_envs, self.num_actions):
@@ -271,6 +275,7 @@ class TaskEnv(VecEnv):
             obs["policy"] = obs["policy"] + self.cfg.obs_noise_std * noise
         return obs
 
+    @torch.no_grad()
     def reset_groups(self, group_size: int) -> Obs:
         """Reset every world, then make each block of ``group_size`` worlds a copy of its first world.
 

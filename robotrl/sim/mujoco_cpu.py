@@ -36,10 +36,15 @@ def _as_tensor(arr: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(arr)
 
 
+def _np(t: torch.Tensor) -> np.ndarray:
+    """Numpy array of a tensor (a view on CPU), detached only when it requires grad (``detach`` is an op)."""
+    return (t.detach() if t.requires_grad else t).cpu().numpy()
+
+
 def _ids_np(ids: torch.Tensor | None) -> np.ndarray | None:
     if ids is None:
         return None
-    return ids.numpy(force=True).astype(np.int32)
+    return _np(ids).astype(np.int32)
 
 
 class CpuBatchSim(BatchSim):
@@ -122,9 +127,9 @@ class CpuBatchSim(BatchSim):
         self._reset_state_rows(ids_np)
         # numpy row writes (cast to float64 on assignment): no torch index_put per field
         if qpos is not None:
-            self._qpos_np[ids_np] = qpos.detach().cpu().numpy()
+            self._qpos_np[ids_np] = _np(qpos)
         if qvel is not None:
-            self._qvel_np[ids_np] = qvel.detach().cpu().numpy()
+            self._qvel_np[ids_np] = _np(qvel)
         self._batch.forward(ids=ids_np)
 
     def _reset_state_rows(self, ids: np.ndarray) -> None:

@@ -16,7 +16,7 @@ from robotrl.tasks.base import Task
 from robotrl.tasks.humanoid import constants as C
 from robotrl.tasks.humanoid.config import HumanoidConfig
 
-from robotrl.rotations import quat_rotate_wxyz, sample_range, uniform
+from robotrl.rotations import quat_rotate_parts_wxyz, sample_range, uniform
 from robotrl.twin.scenarios import ScenarioParam
 
 
@@ -141,6 +141,16 @@ class HumanoidTask(Task):
         self._vectors = torch.zeros(n, 2, 3, device=dev)
         self._vectors[:, 1, 2] = -1.0
         self._world_lin_vel, self._world_lin_vel_in = v[:, :3], self._vectors[:, 0]
+        self._conj_w, self._conj_xyz = self._quat_conj[..., :1], self._quat_conj[..., 1:]
+        # The signals are written into these buffers (rotated vectors, float32 angular velocity), so the
+        # components the reward and the episode statistics read are views taken once, not sliced per step.
+        self._body_vectors = torch.zeros(n, 2, 3, device=dev)
+        self._ang_vel32 = torch.zeros(n, 3, device=dev)
+        self._lin_vel_body, self._gravity_body = self._body_vectors.unbind(1)
+        self._vx, self._vy, self._vz = self._lin_vel_body.unbind(1)
+        self._wz, self._gz = self._ang_vel32[:, 2], self._gravity_body[:, 2]
+        self._track_err = torch.zeros(2, n, device=dev)  # squared tracking errors: linear, yaw
+        self._lin_err, self._yaw_err = self._track_err.unbind(0)
         self._state: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         if self.cfg.gym_obs:
             cinert, cvel, qfrc_act, cfrc_ext = (self.sim.bind(f) for f in ("cinert", "cvel", "qfrc_actuator",
@@ -233,7 +243,7 @@ class HumanoidTask(Task):
             if self._push_every:
                 self._push(due[1], gen)
         self._state = self._base_state()
-        self._fwd_sum += self._state[0][:, 0]
+        self._fwd_sum += self._vx
 
     def _push(self, due: torch.Tensor, gen: torch.Generator) -> None:
         """Velocity kicks for the ``due`` ``(N,)`` worlds: random, or the world's scenario push."""
@@ -264,12 +274,14 @@ class HumanoidTask(Task):
 
         Computed once after physics (``update``), and after a reset when first read (``_signals``).
         Both vectors go through one ``quat_rotate_wxyz`` by the conjugate base orientation
-        (the same arithmetic as ``quat_rotate_inverse_wxyz`` of each, in float32).
+        (the same arithmetic as ``quat_rotate_inverse_wxyz`` of each, in float32). The returned
+        tensors are the task's signal buffers, overwritten by the next call.
         """
         torch.mul(self._quat, self._conj, out=self._quat_conj)
         self._world_lin_vel_in.copy_(self._world_lin_vel)
-        lin_vel, gravity = quat_rotate_wxyz(self._quat_conj, self._vectors).unbind(1)
-        return lin_vel, self._ang_vel.float(), gravity
+        quat_rotate_parts_wxyz(self._conj_w, self._conj_xyz, self._vectors, out=self._body_vectors)
+        self._ang_vel32.copy_(self._ang_vel)
+        return self._lin_vel_body, self._ang_vel32, self._gravity_body
 
     def observe(self) -> dict[str, torch.Tensor]:
         """Proprioception + command; the critic also sees friction, mass and strength."""
@@ -298,20 +310,19 @@ class HumanoidTask(Task):
 
     def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
         """Named reward terms (see module docstring)."""
-        lin_vel, ang_vel, gravity = self._signals()
-        vx, vy, vz = lin_vel.unbind(1)
-        lin_err = (vx - self._cmd_vx).square() + vy.square()
-        yaw_err = (ang_vel[:, 2] - self._cmd_yaw).square()
-        track_lin_vel, track_yaw = torch.exp(torch.stack([lin_err, yaw_err]) / -self.cfg.tracking_sigma).unbind(0)
+        self._signals()  # fills the views read below (_vx, _vy, _vz, _wz, _gz)
+        torch.add((self._vx - self._cmd_vx).square(), self._vy.square(), out=self._lin_err)
+        torch.square(self._wz - self._cmd_yaw, out=self._yaw_err)
+        track_lin_vel, track_yaw = torch.exp(self._track_err / -self.cfg.tracking_sigma).unbind(0)
         ctrl, action_rate = (-torch.stack([action, self.action - self.prev_action]).square().sum(2)).unbind(0)
         return {
             "track_lin_vel": track_lin_vel,
             "track_yaw": track_yaw,
             "alive": self._alive,
-            "upright": -1.0 - gravity[:, 2],  # -(1 + g_z)
+            "upright": -1.0 - self._gz,  # -(1 + g_z)
             "ctrl": ctrl,
             "action_rate": action_rate,
-            "vertical_vel": -vz.square(),
+            "vertical_vel": -self._vz.square(),
         }
 
     def terminated(self) -> torch.Tensor:
@@ -321,8 +332,8 @@ class HumanoidTask(Task):
 
     def success(self) -> torch.Tensor:
         """Still standing and tracking forward speed within 0.3 m/s."""
-        lin_vel = self._signals()[0]
-        return ~self.terminated() & ((lin_vel[:, 0] - self._cmd_vx).abs() < 0.3)
+        self._signals()
+        return ~self.terminated() & ((self._vx - self._cmd_vx).abs() < 0.3)
 
     def episode_metrics(self) -> dict[str, torch.Tensor]:
         """Mean forward speed (body frame, m/s) over the episode."""

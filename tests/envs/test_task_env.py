@@ -234,3 +234,35 @@ def test_nan_observation_after_reset_is_counted_and_zeroed():
     obs, _, _, _, info = env.step(torch.zeros(4, env.num_actions))
     assert env.nan_counts == {"obs/critic": 2}  # the step, then the fresh episode's first observation
     assert torch.isfinite(obs["critic"]).all()
+
+
+def _clone(value):
+    if isinstance(value, dict):
+        return {k: _clone(v) for k, v in value.items()}
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+def test_step_outputs_are_not_overwritten_by_the_next_step():
+    # The task keeps its per-step signals in persistent buffers: nothing a step returns may alias them.
+    env = make(episode_length_s=0.045)  # time-outs every 3 steps: episode stats and final_obs too
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    kept = []
+    for _ in range(4):
+        out = env.step(torch.rand(4, env.num_actions, generator=gen) * 2 - 1)
+        kept.append((out, _clone(out)))
+    for out, copy in kept:
+        obs, reward, _, _, info = out
+        assert all(torch.equal(obs[k], copy[0][k]) for k in obs) and torch.equal(reward, copy[1])
+        for key in ("final_obs", "reward_terms", "episode"):
+            assert all(torch.equal(v, copy[4][key][k]) for k, v in info.get(key, {}).items())
+    assert any("episode" in out[4] for out, _ in kept)
+
+
+def test_step_accepts_an_action_that_requires_grad_and_records_no_graph():
+    env = make()
+    env.reset()
+    action = torch.zeros(4, env.num_actions, requires_grad=True)
+    obs, reward, _, _, info = env.step(action * 1.0)
+    assert not obs["policy"].requires_grad and not reward.requires_grad
+    assert not any(v.requires_grad for v in info["reward_terms"].values())
