@@ -271,8 +271,14 @@ class TaskEnv(VecEnv):
         if self.instructions:
             obs["instruction"] = self.task.instruction_ids().clone()
         if self.cfg.obs_noise_std > 0:
-            noise = torch.randn(obs["policy"].shape, generator=self.gen, device=self.device)
-            obs["policy"] = obs["policy"] + self.cfg.obs_noise_std * noise
+            if render_ids is None or previous is None:
+                noise = torch.randn(obs["policy"].shape, generator=self.gen, device=self.device)
+                obs["policy"] = obs["policy"] + self.cfg.obs_noise_std * noise
+            else:  # only the reset worlds get a new draw; the others keep the one ``final_obs`` holds
+                fresh = obs["policy"][render_ids]
+                noise = torch.randn(fresh.shape, generator=self.gen, device=self.device)
+                obs["policy"] = previous["policy"].clone()
+                obs["policy"][render_ids] = fresh + self.cfg.obs_noise_std * noise
         return obs
 
     @torch.no_grad()

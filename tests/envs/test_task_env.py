@@ -266,3 +266,16 @@ def test_step_accepts_an_action_that_requires_grad_and_records_no_graph():
     obs, reward, _, _, info = env.step(action * 1.0)
     assert not obs["policy"].requires_grad and not reward.requires_grad
     assert not any(v.requires_grad for v in info["reward_terms"].values())
+
+
+def test_noisy_observation_rows_of_worlds_that_did_not_end_equal_final_obs():
+    env = make(obs_noise_std=0.05)
+    env.reset()
+    env.step(torch.zeros(4, env.num_actions))
+    env.episode_step[2] = env.max_episode_length - 1  # world 2 times out on the next step, the others go on
+    obs, _, term, trunc, info = env.step(torch.zeros(4, env.num_actions))
+    assert (term | trunc).tolist() == [False, False, True, False]
+    others = [0, 1, 3]
+    # one noise draw per observation: the replay's next_obs is exactly what the policy sees next
+    assert torch.equal(obs["policy"][others], info["final_obs"]["policy"][others])
+    assert not torch.allclose(obs["policy"][2], info["final_obs"]["policy"][2])  # the reset world's fresh obs
