@@ -128,6 +128,14 @@ class ReplayAlgorithm(Algorithm):
     def gradient_step(self) -> dict[str, float]:
         """One gradient step on a sampled batch; scalar statistics."""
 
+    def _step(self, opt: torch.optim.Optimizer, loss: torch.Tensor, params: Any) -> None:
+        """Backpropagate ``loss`` and step ``opt``; clip ``params``' grad norm to ``cfg.max_grad_norm`` if > 0."""
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(list(params), self.cfg.max_grad_norm)
+        opt.step()
+
     @abc.abstractmethod
     def _modules(self) -> dict[str, torch.nn.Module]:
         """Networks to checkpoint (policy, critics, targets), by name."""

@@ -196,13 +196,6 @@ class FastTD3(ReplayAlgorithm):
         F.soft_update(self.critic_target, self.critic, c.tau)
         return stats
 
-    def _step(self, opt: torch.optim.Optimizer, loss: torch.Tensor, params: Any) -> None:
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if self.cfg.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(list(params), self.cfg.max_grad_norm)
-        opt.step()
-
     # --- checkpointing -------------------------------------------------------------
     def policy_meta(self) -> dict[str, Any]:
         """What ``load_frozen`` / eval / export need to rebuild the actor."""

@@ -159,13 +159,6 @@ class SAC(ReplayAlgorithm):
             "entropy": -logp.mean().item(),
         }
 
-    def _step(self, opt: torch.optim.Optimizer, loss: torch.Tensor, params: Any) -> None:
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if self.cfg.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(list(params), self.cfg.max_grad_norm)
-        opt.step()
-
     # --- checkpointing -------------------------------------------------------------
     def policy_meta(self) -> dict[str, Any]:
         """What ``load_frozen`` / eval need to rebuild the actor."""
