@@ -27,7 +27,9 @@ merges its figures into ``benchmarks/results/vla.json`` (flat, units in key name
               the VLA alone and VLA + residual on the SFT's evaluation placements.
 
 Both rl and residual redraw ``vla_success.png`` (success against wall-clock, from
-``vla_curve.json``).
+``vla_curve.json``). ``--prefix P`` keeps a second configuration apart: every figure of the run is
+written as ``P_<key>`` (the rl phase reads ``P_sft_success_seen``), and the curve and plot go to
+``vla_curve_P.json`` and ``vla_success_P.png``; pass a separate ``--sft-dir`` with it.
 
     flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase throughput
     flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase sft
@@ -42,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -62,7 +65,20 @@ from robotrl.runners.vla import load_vla, save_vla  # noqa: E402
 from robotrl.sim.backend import SimConfig  # noqa: E402
 from robotrl.storage.demos import read_demos, write_demos  # noqa: E402
 
-CURVE = RESULTS_DIR / "vla_curve.json"
+
+def tagged(name: str, args, ext: str) -> Path:
+    """``results/<name>[_<prefix>].<ext>``: the curve and plot files of this configuration."""
+    return RESULTS_DIR / f"{name}{'_' + args.prefix if args.prefix else ''}.{ext}"
+
+
+def save_figs(args, fig: dict) -> Path:
+    """Merge ``fig`` into ``vla.json``, each key as ``<prefix>_<key>`` when ``--prefix`` is set."""
+    return save("vla", {f"{args.prefix}_{k}" if args.prefix else k: v for k, v in fig.items()})
+
+
+def results_key(args, key: str):  # noqa: ANN201
+    """``key`` (under this configuration's prefix) as last written to ``vla.json``."""
+    return json.loads((RESULTS_DIR / "vla.json").read_text()).get(f"{args.prefix}_{key}" if args.prefix else key)
 
 
 def env_for(n: int, seed: int, split: str = "train", size: int = 64):
@@ -151,7 +167,7 @@ def sft_phase(args, fig: dict) -> None:
     fig["chance_note"] = ("1/tools: picking a tool uniformly at random; success also needs the grasp, so a "
                           "language-blind copy of the SFT policy lands at about chance x its grasp rate")
     success_table(model, args, "sft", fig)
-    save("vla", fig)  # the SFT figures survive a failure below
+    save_figs(args, fig)  # the SFT figures survive a failure below
     Path(args.sft_dir).mkdir(parents=True, exist_ok=True)
     save_vla(model, Path(args.sft_dir), {"task": "tool_use_language", "algo": "vla_sft", "benchmark": "vla.py"})
     fig["sft_checkpoint"] = args.sft_dir
@@ -170,7 +186,9 @@ def fine_tune(method: str, args, fig: dict) -> None:
     """
     run_dir = Path(args.sft_dir).parent / method
     state_path = run_dir / "rl_state.json"
-    sft_seen = json.loads((RESULTS_DIR / "vla.json").read_text())["sft_success_seen"]  # from --phase sft
+    sft_seen = results_key(args, "sft_success_seen")  # from --phase sft
+    if not isinstance(sft_seen, float):
+        raise SystemExit(f"no sft_success_seen (prefix {args.prefix!r}) in vla.json: run --phase sft first")
     cfg = G.GRPOConfig(method=method, lr=args.rl_lr, group_size=8, epochs=2, minibatches=4,
                        temperature=args.temperature)
     resume = state_path.exists() and not args.restart
@@ -224,9 +242,10 @@ def fine_tune(method: str, args, fig: dict) -> None:
         state["points"].append((state["train_time"], fig[f"{method}_success_seen"]))
         fig[f"{method}_gain_over_sft_points"] = 100 * (fig[f"{method}_success_seen"] - sft_seen)
     state_path.write_text(json.dumps(state, indent=1) + "\n")
-    curve = json.loads(CURVE.read_text()) if CURVE.exists() else {}
+    curve_path = tagged("vla_curve", args, "json")
+    curve = json.loads(curve_path.read_text()) if curve_path.exists() else {}
     curve[method] = state["points"]
-    CURVE.write_text(json.dumps(curve, indent=1) + "\n")
+    curve_path.write_text(json.dumps(curve, indent=1) + "\n")
     fig[f"{method}_temperature"] = cfg.temperature
     fig[f"{method}_lr"] = cfg.lr
     fig[f"{method}_group_size"] = cfg.group_size if method == "grpo" else 1
@@ -238,6 +257,7 @@ def fine_tune(method: str, args, fig: dict) -> None:
     fig[f"{method}_eval_wall_s"] = state["eval_wall_s"]
     fig[f"{method}_calls"] = state["calls"]
     fig[f"{method}_checkpoint"] = str(run_dir)
+    fig[f"{method}_command"] = args.command
     print(f"{method}: {state['train_time']:.0f}s of {state['budget_s']:.0f}s after call {state['calls']}"
           + ("" if done else "; run again to continue"), flush=True)
 
@@ -321,9 +341,10 @@ def residual_phase(args, fig: dict) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.save({"actor": algo.policy.state_dict(), "meta": algo.policy_meta()}, out_dir / "actor.pt")
     fig["residual_checkpoint"] = str(out_dir / "actor.pt")
-    curve = json.loads(CURVE.read_text()) if CURVE.exists() else {}
+    curve_path = tagged("vla_curve", args, "json")
+    curve = json.loads(curve_path.read_text()) if curve_path.exists() else {}
     curve["residual"] = points
-    CURVE.write_text(json.dumps(curve, indent=1) + "\n")
+    curve_path.write_text(json.dumps(curve, indent=1) + "\n")
     fig["residual_success"] = fig["residual_success_seen"]
     fig["residual_base_success"] = fig["residual_base_success_seen"]
     fig["residual_env_steps"] = steps
@@ -336,14 +357,15 @@ def residual_phase(args, fig: dict) -> None:
     fig["residual_gain_over_base_points"] = 100 * (fig["residual_success_seen"] - fig["residual_base_success_seen"])
 
 
-def plot(path: Path) -> None:
+def plot(args) -> Path:
+    """Success against fine-tuning wall-clock from this configuration's curve file; the PNG's path."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curve = json.loads(CURVE.read_text())
-    sft = json.loads((RESULTS_DIR / "vla.json").read_text()).get("sft_success_seen")
+    curve = json.loads(tagged("vla_curve", args, "json").read_text())
+    sft = results_key(args, "sft_success_seen")
     fig, ax = plt.subplots(figsize=(6, 4))
     if isinstance(sft, float):
         ax.axhline(sft, color="grey", ls="--", lw=1, label=f"SFT ({sft:.2f})")
@@ -354,10 +376,13 @@ def plot(path: Path) -> None:
     ax.set_xlabel("fine-tuning wall-clock (min, CPU)")
     ax.set_ylabel("success (deterministic, seen wording)")
     ax.set_ylim(0, 1)
-    ax.set_title("tool_use_language: RL from the SFT VLA (residual: VLA frozen)", fontsize=10)
+    ax.set_title("tool_use_language: RL from the SFT VLA (residual: VLA frozen)"
+                 + (f" [{args.prefix}]" if args.prefix else ""), fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
+    path = tagged("vla_success", args, "png")
     fig.savefig(path, dpi=120)
+    return path
 
 
 def main() -> None:
@@ -386,7 +411,10 @@ def main() -> None:
     p.add_argument("--residual-actor-lr", type=float, default=1e-4)
     p.add_argument("--residual-eval-minutes", type=float, default=2.0, help="residual: curve point every")
     p.add_argument("--torch-threads", type=int, default=2, help="intra-op threads (run under the CPU lock)")
+    p.add_argument("--prefix", default="", help="write every figure as <prefix>_<key>, and the curve and plot "
+                   "as vla_curve_<prefix>.json / vla_success_<prefix>.png (a second configuration)")
     args = p.parse_args()
+    args.command = "python benchmarks/vla.py " + shlex.join(sys.argv[1:])
     torch.set_num_threads(args.torch_threads)
     fig: dict = {"task": "tool_use_language", "image_size_px": args.image_size, "seed": args.seed,
                  **load_avg(f"{args.phase}_start")}
@@ -394,22 +422,19 @@ def main() -> None:
     if args.phase == "throughput":
         throughput(args, fig)
     elif args.phase == "sft":
+        fig["sft_command"] = args.command
         sft_phase(args, fig)
     elif args.phase == "rl":
         for method in args.methods:
             fine_tune(method, args, fig)
-            save("vla", fig)
-        png = RESULTS_DIR / "vla_success.png"
-        plot(png)
-        fig["plot"] = str(png.relative_to(RESULTS_DIR.parent.parent))
+            save_figs(args, fig)
+        fig["plot"] = str(plot(args).relative_to(RESULTS_DIR.parent.parent))
     else:
         residual_phase(args, fig)
-        png = RESULTS_DIR / "vla_success.png"
-        plot(png)
-        fig["plot"] = str(png.relative_to(RESULTS_DIR.parent.parent))
+        fig["plot"] = str(plot(args).relative_to(RESULTS_DIR.parent.parent))
     fig[f"{args.phase}_phase_wall_s"] = time.perf_counter() - t0
     fig.update(load_avg(f"{args.phase}_end"))
-    out = save("vla", fig)
+    out = save_figs(args, fig)
     print(table([(k, fmt(v)) for k, v in fig.items() if not k.startswith("load_avg")], args.phase))
     print(f"wrote {out}")
 
