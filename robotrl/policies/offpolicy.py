@@ -99,6 +99,8 @@ class DistributionalQEnsemble(QEnsemble):
     ``forward`` returns ``(H, B, K)`` logits; ``value`` turns logits into ``(H, B)`` expected values.
     """
 
+    support: torch.Tensor  # (K,) atom values, a buffer
+
     def __init__(
         self, obs_dim: int, action_dim: int, hidden: list[int], heads: int, num_atoms: int,
         v_min: float, v_max: float, layer_norm: bool = False,
