@@ -2,8 +2,11 @@
 
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py calibration   # sysid fits, divergence before/after
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining        # synthetic miner vs uniform (seconds)
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_narrowed  # synthetic narrowed policy, baselines
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted train # driving planted weakness, one stage
     # per call (train, mine, heldout, retrain_mined, retrain_control, eval), each < 10 min; state in TWIN_PLANT_DIR
+    # mining options after the stage: planted mine baseline=reference min_leaf=16 (written to the section
+    # planted_reference_leaf16; use a TWIN_PLANT_DIR of its own, with narrow/ and heldout.npz copied in)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
@@ -14,6 +17,16 @@ and after (eps 0.05 rad for 5 steps).
 Mining (synthetic): a cheap policy that fails inside a small planted box (2% of the
 volume) plus 3% random failures; the miner and uniform sampling get the same budget and
 the same region extraction; coverage of the planted box and false regions, over seeds.
+
+Mining (synthetic, narrowed): a stand-in for the driving policy below, chosen before its
+planted mining was re-run: a policy "trained" on friction 1.0-1.2 fails 15% there, and
+below 1.0 with a probability rising linearly to 100% at friction 0.45 (the other three
+parameters do nothing). Its failures below 1.0 lift the overall failure rate of uniform
+draws to about 0.55, so each region is tested against it (``baseline=uniform``), against the
+15% of the uniform draws in the trained regime (``reference``), or against the rate outside
+the region (``complement``); coverage of the failures below 1.0 (each point weighted by
+its failure probability, 20000 labelled scenarios) and false regions (true failure rate <
+0.5), miner and uniform draws at the same budget, 5 seeds.
 
 Planted (driving): PPO trained with the effective road friction narrowed to >= 1.0
 (``task.friction_range=[1.0,1.2]``; the floor's friction is 1.0 and MuJoCo takes the larger
@@ -115,6 +128,76 @@ def synthetic_policy(x, noise=0.03):
     return ~(inside ^ (np.random.default_rng(len(x) + int(1e6 * x[0, 0])).random(len(x)) < noise))
 
 
+NARROWED_PARAMS = [ScenarioParam("friction", 0.3, 1.2), ScenarioParam("max_curvature", 0.0, 1.0),
+                   ScenarioParam("traffic_speed", 0.0, 1.0), ScenarioParam("obstacles", 0.0, 3.0)]
+TRAINED_REGIME = {"friction": [1.0, 1.2]}  # the narrowed training distribution (NARROW below)
+
+
+def narrowed_failure_prob(x):
+    """15% failures in the trained regime, rising linearly below friction 1.0 to 100% at 0.45."""
+    return np.where(x[:, 0] >= 1.0, 0.15, np.clip(0.15 + (1.0 - x[:, 0]) / 0.55 * 0.85, 0.0, 1.0))
+
+
+def narrowed_rows(budgets=(256, 512, 1024), seeds=range(5), baselines=("uniform", "reference", "complement"),
+                  min_leafs=(8, 16)):
+    from robotrl.twin.mine import failure_coverage, inside_regions
+
+    rng = np.random.default_rng(99)
+    hx = np.column_stack([p.low + rng.random(20000) * (p.high - p.low) for p in NARROWED_PARAMS])
+    hf = rng.random(20000) < narrowed_failure_prob(hx)
+    planted = hx[:, 0] < 1.0
+    rows = []
+    for budget in budgets:
+        for baseline in baselines:
+            for min_leaf in min_leafs:
+                for seed in seeds:
+                    for name, uniform in (("miner", False), ("uniform", True)):
+                        pol_rng = np.random.default_rng(seed)
+                        res = mine(lambda x, r=pol_rng: r.random(len(x)) >= narrowed_failure_prob(x),
+                                   NARROWED_PARAMS, budget, rounds=4, seed=seed, uniform_only=uniform,
+                                   min_leaf=min_leaf, baseline=baseline, reference=TRAINED_REGIME)
+                        inside = inside_regions(hx, res.regions, NARROWED_PARAMS)
+                        each = [hf[inside_regions(hx, [r], NARROWED_PARAMS)] for r in res.regions]
+                        rows.append({"method": name, "baseline": baseline, "min_leaf": min_leaf, "seed": seed,
+                                     "budget": budget, "background": round(res.background, 3),
+                                     "coverage_pct": round(100 * failure_coverage(inside, hf, planted), 1),
+                                     "false_regions": int(sum(f.size == 0 or f.mean() < 0.5 for f in each)),
+                                     "regions": len(res.regions),
+                                     "precision_pct": round(100 * float(hf[inside].mean()), 1) if inside.any()
+                                     else float("nan")})
+    summary = {}
+    for budget in budgets:
+        for baseline in baselines:
+            for min_leaf in min_leafs:
+                for m in ("miner", "uniform"):
+                    rs = [r for r in rows if (r["method"], r["baseline"], r["min_leaf"], r["budget"]) ==
+                          (m, baseline, min_leaf, budget)]
+                    key = f"{m}_{baseline}_leaf{min_leaf}_budget{budget}"
+                    summary[f"{key}_coverage_pct_mean"] = round(float(np.mean([r["coverage_pct"] for r in rs])), 1)
+                    summary[f"{key}_false_regions_mean"] = float(np.mean([r["false_regions"] for r in rs]))
+                    summary[f"{key}_regions_mean"] = float(np.mean([r["regions"] for r in rs]))
+                    summary[f"{key}_precision_pct_mean"] = round(float(np.nanmean([r["precision_pct"] for r in rs])), 1)
+    # the budget split of the miner's later rounds: focused share (rest uniform), confirmation share of it
+    for baseline, min_leaf in (("uniform", 8), ("reference", 16)):
+        for focus, confirm in ((0.5, 0.5), (0.25, 0.5), (0.75, 0.5), (0.5, 0.0), (0.5, 1.0)):
+            covs, false = [], []
+            for seed in seeds:
+                pol_rng = np.random.default_rng(seed)
+                res = mine(lambda x, r=pol_rng: r.random(len(x)) >= narrowed_failure_prob(x), NARROWED_PARAMS, 512,
+                           seed=seed, min_leaf=min_leaf, baseline=baseline, reference=TRAINED_REGIME, focus=focus,
+                           confirm=confirm)
+                covs.append(100 * failure_coverage(inside_regions(hx, res.regions, NARROWED_PARAMS), hf, planted))
+                false.append(sum(hf[inside_regions(hx, [r], NARROWED_PARAMS)].mean() < 0.5 for r in res.regions))
+            key = f"split_miner_{baseline}_leaf{min_leaf}_budget512_focus{focus}_confirm{confirm}"
+            summary[f"{key}_coverage_pct_mean"] = round(float(np.mean(covs)), 1)
+            summary[f"{key}_false_regions_mean"] = float(np.mean(false))
+    import sys
+
+    return {"trained_regime": TRAINED_REGIME, "failure": "0.15 in the trained regime, linear to 1.0 at friction 0.45",
+            "seeds": len(list(seeds)), "command": "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv),
+            "loadavg_1m": os.getloadavg()[0], "summary": summary, "runs": rows}
+
+
 def mining_rows(budgets=(200, 400, 800), seeds=range(5)):
     rows = []
     for budget in budgets:
@@ -147,6 +230,8 @@ PLANTED_FRICTION = 1.0  # the planted box: friction below what the narrow run ev
 PLANT_STAGES = ("train", "mine", "heldout", "retrain_mined", "retrain_control", "eval")
 SCENARIO_MIX = {"mined": 0.5}  # retrained policies with the mined scenarios: task.scenario_mix
 WEIGHTING = "learnability"  # how the mined file picks regions for training (robotrl.twin.scenarios)
+MINE_OPTIONS = {"baseline": "uniform", "min_leaf": 8}  # region test (robotrl.twin.mine); argv key=value overrides
+_OLD_MINE_OPTIONS = dict(MINE_OPTIONS)
 # what a stage writes (under PLANT_DIR, and its key in state.json), and what it makes stale when it runs again
 _PRODUCTS = {"train": ["narrow"], "mine": ["miner.yaml", "uniform.yaml", "miner_samples.npz", "uniform_samples.npz"],
              "heldout": ["heldout.npz"], "retrain_mined": ["mined"], "retrain_control": ["control"], "eval": []}
@@ -208,6 +293,8 @@ def _stage_done(stage, state, train_s=480, extra_s=240):
         return _trained_s(PLANT_DIR / stage.split("_")[1]) >= train_s + extra_s
     if stage == "eval":
         return all(f"{n}_success_elsewhere_pct" in state.get("eval", {}) for n in EVAL_POLICIES)
+    if stage == "mine" and state.get("mine", {}).get("mine_options", _OLD_MINE_OPTIONS) != MINE_OPTIONS:
+        return False  # mined with other options (a state without the key: the options before it existed)
     return stage in state and all((PLANT_DIR / f).exists() for f in _PRODUCTS[stage])
 
 
@@ -258,13 +345,16 @@ def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
         ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1)
         res_state = {}
         for name, uniform in (("miner", False), ("uniform", True)):
-            res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform)
+            res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform,
+                       min_leaf=MINE_OPTIONS["min_leaf"], baseline=MINE_OPTIONS["baseline"],
+                       reference=TRAINED_REGIME)
             res_state[f"{name}_failure_rate_in_samples"] = float(1 - res.success.mean())
             res_state[f"{name}_background_failure_rate"] = res.background
             res_state[f"{name}_regions"] = [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
                                             for r in res.regions]
             ScenarioFile("driving", ev.params, res.regions, weighting=WEIGHTING).save(files[name])
             np.savez(PLANT_DIR / f"{name}_samples.npz", x=res.samples, success=res.success)
+        res_state["mine_options"] = dict(MINE_OPTIONS)
         state["mine"] = res_state
     elif stage == "heldout":
         # uniform over the space, labelled by the narrow policy: the empirical failure region
@@ -454,6 +544,11 @@ def main():
         for k, v in mining["summary"].items():
             print(f"{k:45s} {v}")
         _merge("mining", mining)
+    if mode == "mining_narrowed":
+        narrowed = narrowed_rows()
+        for k, v in narrowed["summary"].items():
+            print(f"{k:55s} {v}")
+        _merge("mining_narrowed", narrowed)
     if mode in ("sim2sim", "all"):
         rows = sim2sim_rows()
         for row in rows:
@@ -461,10 +556,14 @@ def main():
         _merge("sim_to_sim", rows)
     if mode in ("planted", "all"):
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
+        for arg in sys.argv[3:]:  # mining options: baseline=reference min_leaf=16
+            key, value = arg.split("=", 1)
+            MINE_OPTIONS[key] = int(value) if key == "min_leaf" else value
         planted = planted_rows(stages)
         for k, v in planted.items():
             print(f"{k:45s} {v}")
-        _merge("planted", planted)
+        default = MINE_OPTIONS == _OLD_MINE_OPTIONS
+        _merge("planted" if default else f"planted_{MINE_OPTIONS['baseline']}_leaf{MINE_OPTIONS['min_leaf']}", planted)
 
 
 if __name__ == "__main__":

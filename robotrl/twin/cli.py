@@ -8,8 +8,11 @@ robotrl twin calibrate bags=<dir> task=humanoid [robot=<profile>] [params=body_m
 [delays=0,1,2] [out=twin_calibration]
 mujoco.sysid fit; writes <out>/physics.yaml and sysid's results (confidence intervals).
 robotrl twin mine checkpoint=<run> budget=N [params=friction,max_curvature] [rounds=4] [worlds=128]
-[seed=0] [uniform=false] [weighting=learnability] [out=scenarios.yaml] [task.<field>=<value> ...]
-the policy over N scenarios (batched worlds), adaptive search for low-success regions; writes the
+[seed=0] [uniform=false] [weighting=learnability] [baseline=uniform] [reference=friction:1.0:1.2]
+[min_leaf=8] [out=scenarios.yaml] [task.<field>=<value> ...]
+the policy over N scenarios (batched worlds), adaptive search for low-success regions, each tested against
+the failure rate of the uniform draws (``baseline=uniform``), of those in the ``reference`` box (the regime the
+policy was trained on: ``baseline=reference``) or of those outside it (``complement``); writes the
 scenario file (regions with summaries; training picks its regions by ``weighting``, learnability or
 failure_rate) and <out>.samples.json (every scenario and its success).
 robotrl twin triage bags=<dir> policy=<export/policy.onnx|run dir> task=humanoid [robot=<profile>]
@@ -102,8 +105,13 @@ def _mine(args: dict[str, str]) -> int:
     evaluator = ScenarioEvaluator(args["checkpoint"], params, overrides, worlds=int(args.get("worlds", 128)),
                                   seed=int(args.get("seed", 0)))
     uniform = str(args.get("uniform", "false")).lower() in ("1", "true", "yes")
+    reference = {}
+    for item in filter(None, args.get("reference", "").split(",")):
+        name, lo, hi = item.split(":")
+        reference[name] = [float(lo), float(hi)]
     result = mine(evaluator, evaluator.params, int(args["budget"]), rounds=int(args.get("rounds", 4)),
-                  seed=int(args.get("seed", 0)), uniform_only=uniform)
+                  seed=int(args.get("seed", 0)), uniform_only=uniform, min_leaf=int(args.get("min_leaf", 8)),
+                  baseline=args.get("baseline", "uniform"), reference=reference or None)
     out = Path(args.get("out", "scenarios.yaml"))
     if not result.regions:
         log.warning("no failure region found in %d scenarios (failure rate %.3f); no scenario file written",
@@ -118,6 +126,7 @@ def _mine(args: dict[str, str]) -> int:
     samples.write_text(json.dumps({"task": evaluator.task_name, "params": [p.name for p in evaluator.params],
                                    "x": result.samples.tolist(), "success": result.success.astype(int).tolist(),
                                    "background_failure_rate": result.background,
+                                   "baseline": result.baseline, "reference": reference,
                                    "regions": [r.summary for r in result.regions]}))
     return 0
 

@@ -2,18 +2,28 @@
 
 ``mine(evaluate, params, budget)`` spends ``budget`` evaluations in rounds. Round 0 samples
 uniformly. Each later round is half uniform (so new regions can still appear, and the
-uniform draws estimate the background failure rate) and half focused: a cross-entropy step
-on the failure rate (a Gaussian fitted to the failures so far, in the unit cube of the
-parameters, widened so boundaries are explored) and, for half of the focused draws, a
-confirmation step: uniform draws inside the candidate regions not yet confirmed.
+uniform draws estimate the background failure rate) and half focused (``focus``): a
+cross-entropy step on the failure rate (a Gaussian fitted to the failures so far, in the unit
+cube of the parameters, widened so boundaries are explored) and, for half of the focused
+draws (``confirm``), a confirmation step: uniform draws inside the candidate regions (leaves
+failing often enough but not yet significant) not yet confirmed.
 
 Regions are read off all samples with a small axis-aligned decision tree (Gini splits,
 depth and leaf-size limited). A leaf is a region only when its failure rate is at least
 ``min_failure_rate`` *and* significantly above the background: the Wilson lower
-bound of its rate (``z`` 1.96: the 95% interval's lower end) exceeds the failure rate of the uniform draws. The
-tree picks its purest leaves, so a small leaf's observed rate is optimistic (the winner's
-curse); the bound discounts it by its sample count. Sibling regions whose union also
-passes the test are merged into their parent's box. Each region gets a summary sentence.
+bound of its rate (``z`` 1.96: the 95% interval's lower end) exceeds a background failure
+rate. The tree picks its purest leaves, so a small leaf's observed rate is optimistic (the
+winner's curse); the bound discounts it by its sample count. Sibling regions whose union
+also passes the test are merged into their parent's box. Each region gets a summary sentence.
+
+The background (``baseline``) is estimated from the uniform draws only:
+
+- ``uniform``: their failure rate over the whole space. A large weakness raises it (its own
+  failures are in it), so the regions of that weakness barely clear it;
+- ``reference``: their failure rate inside a ``reference`` box, the regime the policy was
+  trained on (``{"friction": [1.0, 1.2]}``): a region must fail more than the policy fails
+  where it is supposed to work;
+- ``complement``: their failure rate outside the box under test.
 
 ``evaluate`` takes ``(N, D)`` parameter values and returns ``(N,)`` success flags; for a
 policy it runs the scenarios as batched worlds (``robotrl twin mine``).
@@ -38,14 +48,15 @@ EvaluateFn = Callable[[np.ndarray], np.ndarray]
 class MiningResult:
     """Samples ``(N, D)`` in parameter units, their ``(N,)`` success, and the regions found.
 
-    ``background`` is the failure rate of the uniformly drawn samples, the rate a region's
-    must be significantly above.
+    ``background`` is the failure rate of the uniformly drawn samples under ``baseline``
+    (``complement``: over the whole space; each box is tested against the rate outside it).
     """
 
     samples: np.ndarray
     success: np.ndarray
     regions: list[Region]
     background: float = float("nan")
+    baseline: str = "uniform"
 
 
 def _to_unit(x: np.ndarray, params: list[ScenarioParam]) -> np.ndarray:
@@ -121,10 +132,54 @@ def _leaves(node: _Node) -> list[_Node]:
     return [node] if node.children is None else [leaf for c in node.children for leaf in _leaves(c)]
 
 
-def _significant(node: _Node, fail: np.ndarray, background: float, z: float, min_leaf: int,
+BASELINES = ("uniform", "reference", "complement")
+BackgroundFn = Callable[[np.ndarray], float]
+
+
+def _reference_mask(u: np.ndarray, reference: dict[str, list[float]], params: list[ScenarioParam]) -> np.ndarray:
+    """``(N,)`` whether unit-cube points ``u`` ``(N, D)`` lie in the ``reference`` box (parameter units, by name)."""
+    unknown = sorted(set(reference) - {p.name for p in params})
+    if unknown:
+        raise ValueError(f"reference box names undeclared parameters {unknown}; declared: {[p.name for p in params]}")
+    return inside_regions(_from_unit(u, params), [Region(bounds=reference, failure_rate=0.0, samples=0)], params)
+
+
+def background_fn(fail: np.ndarray, uniform: np.ndarray, baseline: str = "uniform",
+                  reference: np.ndarray | None = None) -> tuple[BackgroundFn, float]:
+    """The rate a box must be significantly above, as ``(box member mask (N,) -> rate, summary rate)``.
+
+    Args:
+        fail: ``(N,)`` failure flags of all samples.
+        uniform: ``(N,)`` which samples were drawn uniformly (only they estimate a background).
+        baseline: ``uniform``, ``reference`` or ``complement`` (module docstring).
+        reference: ``(N,)`` which samples lie in the reference box (``reference`` only).
+
+    """
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline {baseline!r}: expected one of {BASELINES}")
+    overall = float(fail[uniform].mean()) if uniform.any() else float(fail.mean()) if fail.size else 0.0
+    if baseline == "uniform":
+        return (lambda mask: overall), overall
+    if baseline == "reference":
+        if reference is None:
+            raise ValueError("baseline 'reference' needs a reference box (the regime the policy was trained on)")
+        ref = uniform & reference
+        if not ref.any():
+            raise ValueError("no uniform draw fell in the reference box: it is too small for the budget")
+        rate = float(fail[ref].mean())
+        return (lambda mask: rate), rate
+
+    def outside(mask: np.ndarray) -> float:
+        rest = uniform & ~mask
+        return float(fail[rest].mean()) if rest.any() else overall
+
+    return outside, overall
+
+
+def _significant(node: _Node, fail: np.ndarray, background: BackgroundFn, z: float, min_leaf: int,
                  min_failure_rate: float) -> bool:
     n, k = int(node.mask.sum()), int(fail[node.mask].sum())
-    return n >= min_leaf and k >= min_failure_rate * n and wilson_lower(k, n, z) > background
+    return n >= min_leaf and k >= min_failure_rate * n and wilson_lower(k, n, z) > background(node.mask)
 
 
 def _region_nodes(node: _Node, test: Callable[[_Node], bool]) -> tuple[list[_Node], bool]:
@@ -139,7 +194,7 @@ def _region_nodes(node: _Node, test: Callable[[_Node], bool]) -> tuple[list[_Nod
 
 
 def extract_regions(samples: np.ndarray, success: np.ndarray, params: list[ScenarioParam], depth: int = 6,
-                    min_leaf: int = 8, min_failure_rate: float = 0.5, background: float | None = None,
+                    min_leaf: int = 8, min_failure_rate: float = 0.5, background: float | BackgroundFn | None = None,
                     z: float = 1.96) -> list[Region]:
     """Low-success boxes from evaluated samples (module docstring).
 
@@ -150,8 +205,8 @@ def extract_regions(samples: np.ndarray, success: np.ndarray, params: list[Scena
         depth: tree depth.
         min_leaf: smallest leaf and region, in samples.
         min_failure_rate: smallest observed failure rate of a region.
-        background: the failure rate a region must be significantly above (default: that of all samples;
-            ``mine`` passes the rate of its uniform draws).
+        background: the failure rate a region must be significantly above, or a function of the box's
+            member mask ``(N,)`` giving it (``background_fn``); default: the failure rate of all samples.
         z: one-sided normal quantile of the Wilson lower bound (0: the observed rate must exceed background).
 
     """
@@ -159,11 +214,12 @@ def extract_regions(samples: np.ndarray, success: np.ndarray, params: list[Scena
     fail = ~np.asarray(success, dtype=bool)
     if background is None:
         background = float(fail.mean()) if fail.size else 0.0
+    rate_fn = background if callable(background) else (lambda mask, b=float(background): b)
     D = len(params)
     root = _tree(u, fail, np.zeros(D), np.ones(D), depth, min_leaf)
 
     def test(node: _Node) -> bool:
-        return _significant(node, fail, background, z, min_leaf, min_failure_rate)
+        return _significant(node, fail, rate_fn, z, min_leaf, min_failure_rate)
 
     regions = []
     for node in _region_nodes(root, test)[0]:
@@ -177,22 +233,22 @@ def extract_regions(samples: np.ndarray, success: np.ndarray, params: list[Scena
     return regions
 
 
-def _candidate_boxes(u: np.ndarray, fail: np.ndarray, uniform: np.ndarray, depth: int, min_leaf: int,
+def _candidate_boxes(u: np.ndarray, fail: np.ndarray, background: BackgroundFn, depth: int, min_leaf: int,
                      min_failure_rate: float, z: float) -> list[tuple[np.ndarray, np.ndarray]]:
     """Unit-cube boxes of the leaves that fail often enough but are not yet significant: to be confirmed."""
-    background = float(fail[uniform].mean()) if uniform.any() else float(fail.mean())
     root = _tree(u, fail, np.zeros(u.shape[1]), np.ones(u.shape[1]), depth, min_leaf)
     out = []
     for leaf in _leaves(root):
         n, k = int(leaf.mask.sum()), int(fail[leaf.mask].sum())
-        if n and k >= min_failure_rate * n and wilson_lower(k, n, z) <= background:
+        if n and k >= min_failure_rate * n and wilson_lower(k, n, z) <= background(leaf.mask):
             out.append((leaf.lo, leaf.hi))
     return out
 
 
 def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds: int = 4, seed: int = 0,
          uniform_only: bool = False, depth: int = 6, min_leaf: int = 8, min_failure_rate: float = 0.5,
-         z: float = 1.96) -> MiningResult:
+         z: float = 1.96, baseline: str = "uniform", reference: dict[str, list[float]] | None = None,
+         focus: float = 0.5, confirm: float = 0.5) -> MiningResult:
     """Search ``budget`` scenarios for failure regions (module docstring).
 
     Args:
@@ -206,8 +262,17 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
         min_leaf: smallest region, in samples.
         min_failure_rate: smallest failure rate of a region.
         z: significance of a region against the background (``extract_regions``).
+        baseline: what the background is (module docstring): ``uniform``, ``reference`` or ``complement``.
+        reference: the box (``{name: [lo, hi]}``, parameter units) of the regime the policy was trained
+            on, for ``baseline="reference"``.
+        focus: share of each round after the first drawn by the search (the rest uniform).
+        confirm: share of the focused draws spent confirming candidate regions (when there are any).
 
     """
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline {baseline!r}: expected one of {BASELINES}")
+    if baseline == "reference" and not reference:
+        raise ValueError("baseline 'reference' needs reference={name: [lo, hi]}: the regime the policy was trained on")
     rng = np.random.default_rng(seed)
     D = len(params)
     per_round = max(1, budget // rounds)
@@ -219,28 +284,35 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
         u_all = np.concatenate(us) if us else np.zeros((0, D))
         fail_all = ~np.concatenate(ok) if ok else np.zeros(0, dtype=bool)
         if not uniform_only and r > 0 and fail_all.sum() >= 2:
-            focused = n // 2
-            boxes = _candidate_boxes(u_all, fail_all, np.concatenate(drawn_uniform), depth, min_leaf,
-                                     min_failure_rate, z)
-            confirm = focused // 2 if boxes else 0
+            focused = int(n * focus)
+            drawn = np.concatenate(drawn_uniform)
+            ref = _reference_mask(u_all, reference, params) if baseline == "reference" else None
+            # until a uniform draw lands in the reference box, candidates are judged against the overall rate
+            early = baseline == "reference" and not (ref & drawn).any()
+            rate_fn, _ = background_fn(fail_all, drawn, "uniform" if early else baseline, ref)
+            boxes = _candidate_boxes(u_all, fail_all, rate_fn, depth, min_leaf, min_failure_rate, z)
+            n_confirm = int(focused * confirm) if boxes else 0
             fails = u_all[fail_all]
             mean, std = fails.mean(0), fails.std(0) * 1.5 + 0.05
-            u[: focused - confirm] = np.clip(rng.normal(mean, std, (focused - confirm, D)), 0.0, 1.0)
-            for j, b in enumerate(rng.integers(0, max(len(boxes), 1), confirm)):
+            u[: focused - n_confirm] = np.clip(rng.normal(mean, std, (focused - n_confirm, D)), 0.0, 1.0)
+            for j, b in enumerate(rng.integers(0, max(len(boxes), 1), n_confirm)):
                 lo, hi = boxes[b]
-                u[focused - confirm + j] = lo + (hi - lo) * rng.random(D)
+                u[focused - n_confirm + j] = lo + (hi - lo) * rng.random(D)
             uniform[:focused] = False
         success = np.asarray(evaluate(_from_unit(u, params)), dtype=bool)
         us.append(u)
         ok.append(success)
         drawn_uniform.append(uniform)
         log.info("mining round %d: %d samples, failure rate %.2f", r, n, 1.0 - success.mean())
-    samples = _from_unit(np.concatenate(us), params)
+    u_all = np.concatenate(us)
+    samples = _from_unit(u_all, params)
     success = np.concatenate(ok)
     uniform = np.concatenate(drawn_uniform)
-    background = float(1.0 - success[uniform].mean())
-    regions = extract_regions(samples, success, params, depth, min_leaf, min_failure_rate, background, z)
-    return MiningResult(samples=samples, success=success, regions=regions, background=background)
+    ref = _reference_mask(u_all, reference, params) if baseline == "reference" else None
+    rate_fn, background = background_fn(~success, uniform, baseline, ref)
+    regions = extract_regions(samples, success, params, depth, min_leaf, min_failure_rate, rate_fn, z)
+    log.info("background failure rate (%s) %.3f; %d regions", baseline, background, len(regions))
+    return MiningResult(samples=samples, success=success, regions=regions, background=background, baseline=baseline)
 
 
 def region_coverage(regions: list[Region], planted: dict[str, list[float]], params: list[ScenarioParam],

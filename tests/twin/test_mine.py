@@ -7,6 +7,7 @@ import torch
 from robotrl.twin.mine import (
     _leaves,
     _tree,
+    background_fn,
     extract_regions,
     failure_coverage,
     inside_regions,
@@ -140,3 +141,65 @@ def test_scenario_file_weighting_learnability_and_old_files(tmp_path):
     (tmp_path / "bad.yaml").write_text(path.read_text().replace("learnability", "curiosity"))
     with pytest.raises(ValueError, match="curiosity"):
         ScenarioFile.load(tmp_path / "bad.yaml")
+
+
+def test_reference_baseline_finds_weakness_that_global_background_fragments():
+    # a 20 x 20 grid; the planted weakness a < 0.6 fails 5 of 8 times (62.5%), the trained regime a >= 0.6 one
+    # in ten, on fixed diagonal patterns. The weakness's own failures lift the overall rate to 0.42, so with that
+    # as the background only four fragments of the band pass; against the trained regime's 0.10 it is one box
+    i, j = np.meshgrid(np.arange(20), np.arange(20), indexing="ij")
+    x = np.stack([(i.ravel() + 0.5) / 20, (j.ravel() + 0.5) / 20], 1)
+    fail = np.where(x[:, 0] < 0.6, (3 * i + j).ravel() % 8 < 5, (i + 3 * j).ravel() % 10 == 0)
+    uniform = np.ones(len(x), dtype=bool)
+    planted = {"a": [0.0, 0.6]}
+    overall, overall_rate = background_fn(fail, uniform, "uniform")
+    assert overall_rate == pytest.approx(0.42)
+    old = extract_regions(x, ~fail, UNIT, min_leaf=8, background=overall)
+    old_cov, _ = region_coverage(old, planted, UNIT, n=20000)
+    assert len(old) >= 3 and old_cov < 0.8
+    ref, ref_rate = background_fn(fail, uniform, "reference", x[:, 0] >= 0.6)
+    assert ref_rate == pytest.approx(0.10)
+    regions = extract_regions(x, ~fail, UNIT, min_leaf=8, background=ref)
+    covered, false = region_coverage(regions, planted, UNIT, n=20000)
+    assert covered >= 0.95 and false == 0
+    assert len(regions) == 1 and regions[0].bounds == {"a": pytest.approx([0.0, 0.6], abs=0.03)}
+
+
+def test_mine_with_reference_baseline_covers_more_of_a_broad_weakness():
+    # seeded policies: a < 0.6 fails 70%, the trained regime a >= 0.6 5%; same budget, same draws per seed
+    def run(baseline, seed):
+        rng = np.random.default_rng(seed)
+        result = mine(lambda x: rng.random(len(x)) >= np.where(x[:, 0] < 0.6, 0.7, 0.05), UNIT, 400, seed=seed,
+                      baseline=baseline, reference={"a": [0.6, 1.0]})
+        return region_coverage(result.regions, {"a": [0.0, 0.6]}, UNIT, n=20000)
+
+    old = np.array([run("uniform", s) for s in range(8)])
+    new = np.array([run("reference", s) for s in range(8)])
+    assert new[:, 0].mean() >= 0.8
+    assert new[:, 0].mean() > old[:, 0].mean() + 0.1
+    assert new[:, 1].sum() <= 2  # false regions over the 8 seeds
+
+
+def test_reference_baseline_needs_a_declared_box():
+    with pytest.raises(ValueError, match="reference"):
+        mine(lambda x: np.ones(len(x), dtype=bool), UNIT, 40, baseline="reference")
+    with pytest.raises(ValueError, match="undeclared"):
+        mine(lambda x: np.ones(len(x), dtype=bool), UNIT, 40, baseline="reference", reference={"c": [0.0, 1.0]})
+    with pytest.raises(ValueError, match="median"):
+        mine(lambda x: np.ones(len(x), dtype=bool), UNIT, 40, baseline="median")
+
+
+def test_background_rates_use_uniform_draws_only():
+    # 10 samples: 6 uniform (failures at 0, 1, 4), 4 focused (all failed, they must not count)
+    fail = np.array([1, 1, 0, 0, 1, 0, 1, 1, 1, 1], dtype=bool)
+    uniform = np.arange(10) < 6
+    reference = np.isin(np.arange(10), [2, 3, 4, 9])  # uniform ones inside: 2, 3, 4 (one failure)
+    _, overall = background_fn(fail, uniform, "uniform")
+    assert overall == pytest.approx(3 / 6)
+    _, ref = background_fn(fail, uniform, "reference", reference)
+    assert ref == pytest.approx(1 / 3)
+    outside, _ = background_fn(fail, uniform, "complement")
+    box = np.isin(np.arange(10), [0, 1, 6])  # the uniform ones outside: 2, 3, 4, 5 (one failure)
+    assert outside(box) == pytest.approx(1 / 4)
+    with pytest.raises(ValueError, match="reference box"):
+        background_fn(fail, uniform, "reference", np.zeros(10, dtype=bool))
