@@ -67,10 +67,9 @@ def load_or_train_encoder(threads: int, task: str = "humanoid") -> tuple[object,
 def encoder_bench(args: argparse.Namespace, task: str) -> dict[str, float | str]:
     """Zero-shot accuracy on fresh frames of ``task``, how the reward separates the goal, encoder frames/s."""
     from robotrl.rewards import captions as cap
-    from robotrl.rewards.train import zero_shot_accuracy
 
     enc, source = load_or_train_encoder(args.threads, task)
-    classes, wordings = cap.CLASSES[task], cap.WORDINGS[task]
+    classes = cap.CLASSES[task]
     rng = np.random.default_rng(args.eval_seed)
     frames, keys = cap.SOURCES[task](args.eval_frames, rng, (96, 96))
     labels = torch.tensor([classes.index(k) for k in keys])
@@ -79,13 +78,7 @@ def encoder_bench(args: argparse.Namespace, task: str) -> dict[str, float | str]
     out: dict[str, float | str] = {f"{p}source": source, f"{p}eval_frames": len(frames),
                                    f"{p}eval_seed": args.eval_seed, f"{p}classes": len(classes),
                                    f"{p}chance_accuracy": 1.0 / len(classes)}
-    for split in ("seen", "unseen"):
-        out[f"{p}zero_shot_accuracy_{split}_canonical_prompt"] = zero_shot_accuracy(
-            enc, emb, labels, [cap.class_prompt(k, split, wordings) for k in classes])
-        accs = [zero_shot_accuracy(enc, emb, labels, [cap.caption(k, rng, split, wordings) for k in classes])
-                for _ in range(args.paraphrase_draws)]
-        out[f"{p}zero_shot_accuracy_{split}_random_paraphrase_mean"] = float(np.mean(accs))
-        out[f"{p}zero_shot_accuracy_{split}_random_paraphrase_min"] = float(np.min(accs))
+    out |= {f"{p}{k}": v for k, v in zero_shot_figures(enc, emb, labels, task, rng, args.paraphrase_draws).items()}
     out |= reward_auc(enc, emb, keys) if task == "humanoid" else clg_separation(enc, emb, keys)
     stats = enc.meta.get("statistics", {})
     for k in ("zero_shot_accuracy_heldout_seen", "zero_shot_accuracy_heldout_unseen"):
@@ -105,6 +98,80 @@ def encoder_bench(args: argparse.Namespace, task: str) -> dict[str, float | str]
         out[f"encoder_frames_per_s_batch{bs}"] = best
     out["encoder_speed_frames_per_run"] = len(probe)
     out["encoder_image_size_px"] = 96
+    return out
+
+
+def zero_shot_figures(enc, emb: torch.Tensor, labels: torch.Tensor, task: str, rng: np.random.Generator,
+                      draws: int) -> dict[str, float]:
+    """Zero-shot accuracy with one prompt per class: canonical, and random paraphrases (mean, min of ``draws``),
+    in seen and in unseen wording."""
+    from robotrl.rewards import captions as cap
+    from robotrl.rewards.train import zero_shot_accuracy
+
+    classes, wordings = cap.CLASSES[task], cap.WORDINGS[task]
+    out = {}
+    for split in ("seen", "unseen"):
+        out[f"zero_shot_accuracy_{split}_canonical_prompt"] = zero_shot_accuracy(
+            enc, emb, labels, [cap.class_prompt(k, split, wordings) for k in classes])
+        accs = [zero_shot_accuracy(enc, emb, labels, [cap.caption(k, rng, split, wordings) for k in classes])
+                for _ in range(draws)]
+        out[f"zero_shot_accuracy_{split}_random_paraphrase_mean"] = float(np.mean(accs))
+        out[f"zero_shot_accuracy_{split}_random_paraphrase_min"] = float(np.min(accs))
+    return out
+
+
+TEXT_HEADS = {  # name -> TrainEncoderConfig fields; "mlp" is the earlier default (dim 128, no mixing)
+    "mlp": {"text_head": "mlp", "dim": 128, "text_decay": 0.0, "text_mix": False},
+    "mlp_mix": {"text_head": "mlp", "dim": 128, "text_decay": 0.0, "text_mix": True},
+    "residual": {"text_head": "residual", "dim": 384, "text_mix": False},
+    "residual_mix": {"text_head": "residual", "dim": 384, "text_mix": True},
+    "mlp_drop": {"text_head": "mlp", "dim": 128, "text_decay": 0.0, "text_mix": False, "text_dropout": 0.2},
+    "mlp_mix_drop": {"text_head": "mlp", "dim": 128, "text_decay": 0.0, "text_mix": True, "text_dropout": 0.2},
+    "residual_mix_drop": {"text_head": "residual", "dim": 384, "text_mix": True, "text_dropout": 0.2},
+}
+
+
+def text_head_bench(args: argparse.Namespace, task: str) -> dict[str, float | str]:
+    """The text heads side by side: one render of training frames, one of fresh evaluation frames, the same
+    seed, steps and paraphrase draws for every variant of ``TEXT_HEADS``; only the head (and mixing) differs."""
+    from dataclasses import asdict, replace
+
+    from robotrl.rewards import captions as cap
+    from robotrl.rewards.encoders import FrozenTowers, LitEncoder
+    from robotrl.rewards.train import TrainEncoderConfig, encoder_data, fit_heads, text_vocabulary
+
+    base = TrainEncoderConfig(task=task, frames=args.compare_frames, steps=args.compare_steps, threads=args.threads)
+    towers = FrozenTowers(base.image_size)
+    data = encoder_data(base, towers)
+    classes = cap.CLASSES[task]
+    frames, keys = cap.SOURCES[task](args.eval_frames, np.random.default_rng(args.eval_seed), (96, 96))
+    labels = torch.tensor([classes.index(k) for k in keys])
+    eval_feats = towers.image_features(frames)
+    p = f"text_head_{task}_"
+    out: dict[str, float | str] = {
+        f"{p}train_frames": len(data.labels), f"{p}steps": base.steps, f"{p}seed": base.seed,
+        f"{p}eval_frames": len(frames), f"{p}eval_seed": args.eval_seed, f"{p}paraphrase_draws": args.paraphrase_draws,
+        f"{p}default": " ".join(f"{k}={getattr(TrainEncoderConfig, k)}" for k in ("text_head", "dim", "text_decay",
+                                                                                  "text_mix", "text_dropout")),
+        f"{p}command": " ".join(["python", "benchmarks/vlm_rewards.py", *sys.argv[1:]])}
+    for name, fields in TEXT_HEADS.items():
+        cfg = replace(base, **fields)
+        t0 = time.perf_counter()
+        vocab, text_feats, offsets = text_vocabulary(cfg, towers) if cfg.text_dropout else (
+            data.vocab, data.text_feats, data.offsets)
+        heads, losses = fit_heads(cfg, data.feats, data.labels, data.train, text_feats, offsets)
+        enc = LitEncoder(heads, towers)
+        with torch.no_grad():
+            emb = heads.embed_image(eval_feats)
+        rng = np.random.default_rng(args.eval_seed + 1)  # the same paraphrase draws for every variant
+        figs = zero_shot_figures(enc, emb, labels, task, rng, args.paraphrase_draws)
+        if task == "humanoid":
+            figs |= reward_auc(enc, emb, keys)
+        figs |= {"train_s": time.perf_counter() - t0, "final_loss": float(np.mean(losses[-50:])),
+                 "vocabulary": float(len(vocab)),
+                 "config": " ".join(f"{k}={v}" for k, v in asdict(cfg).items() if k in fields)}
+        out |= {f"{p}{name}_{k}": v for k, v in figs.items()}
+        log.info("%s %s: %s", task, name, {k: round(v, 3) for k, v in figs.items() if isinstance(v, float)})
     return out
 
 
@@ -141,7 +208,8 @@ def auc(scores: torch.Tensor, positive: torch.Tensor) -> float:
 
 
 def reward_auc(enc, emb: torch.Tensor, keys: list) -> dict[str, float]:
-    """How well the VLM-RM reward (alpha 0.5) of each goal separates frames that show the goal pose."""
+    """How well the VLM-RM reward (alpha 0.5) of each goal separates frames that show the goal pose: the AUC
+    (ranking) and the gap (mean reward of goal frames minus the others, the size of the signal PPO sees)."""
     from robotrl.rewards.vlm import vlm_rm_reward
 
     truth = {"arms_raised": torch.tensor([k[1] == "raised" for k in keys]),
@@ -150,7 +218,9 @@ def reward_auc(enc, emb: torch.Tensor, keys: list) -> dict[str, float]:
     for pose, splits in GOALS.items():
         for split, (goal, baseline) in splits.items():
             g, b = enc.encode_text([goal, baseline])
-            out[f"vlm_rm_auc_{pose}_{split}_wording"] = auc(vlm_rm_reward(emb, g, b, 0.5), truth[pose])
+            r = vlm_rm_reward(emb, g, b, 0.5)
+            out[f"vlm_rm_auc_{pose}_{split}_wording"] = auc(r, truth[pose])
+            out[f"vlm_rm_gap_{pose}_{split}_wording"] = float(r[truth[pose]].mean() - r[~truth[pose]].mean())
     return out
 
 
@@ -297,6 +367,19 @@ def pose_eval(run_dir: Path | None, pose: str, worlds: int = 32, steps: int = 20
             "reached": float((held > 0).float().mean()), "mean_alive_steps": float(alive_steps.mean())}
 
 
+def _encoder_note(task: str) -> str:
+    """Which ``lit`` artefact a ``robotrl train`` run of ``task`` loads: path and training settings."""
+    import json
+
+    from robotrl.rewards.encoders import default_encoder_dir
+
+    path = default_encoder_dir() / f"lit_{task}.json"
+    tc = json.loads(path.read_text()).get("train_config", {}) if path.is_file() else {}
+    keys = ("frames", "steps", "seed", "text_head", "dim", "text_mix", "text_decay", "text_dropout")
+    return f"{path.with_suffix('.safetensors')}: " + " ".join(f"{k}={tc.get(k, 'mlp' if k == 'text_head' else '?')}"
+                                                             for k in keys)
+
+
 def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
     """Humanoid: VLM-RM + alive bonus (seen and unseen goal wording) vs random vs velocity tracking.
 
@@ -304,6 +387,8 @@ def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
     JSON; the budget, the scoring period and the scale are saved with the figures. Every learner
     gets the same wall-clock (``--pose-seconds``), worlds and composed config; only the reward
     terms differ (the VLM-RM runs zero every task term but ``alive`` and add the VLM-RM term).
+    ``--pose-arms`` picks a subset of the learners (the others' keys are left as they are); each VLM-RM
+    run records the encoder artefact it was scored with (``..._encoder``).
     """
     pose = args.pose
     p = f"pose_{pose}_"
@@ -315,17 +400,24 @@ def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
                                    f'reward.baseline="{baseline}"', f"reward.scale={args.vlm_scale}",
                                    f"reward.every={args.pose_every}"]
     runs["velocity_tracking"] = common
+    arms = args.pose_arms.split(",") if args.pose_arms else list(runs)
+    if unknown := set(arms) - set(runs):
+        raise SystemExit(f"--pose-arms: unknown {sorted(unknown)}; valid: {', '.join(runs)}")
+    runs = {k: v for k, v in runs.items() if k in arms}
     out: dict[str, float | str] = {
         f"{p}eval_worlds": 32, f"{p}eval_steps": 200, f"{p}train_budget_s": args.pose_seconds,
         f"{p}every": args.pose_every, f"{p}vlm_scale": args.vlm_scale, f"{p}train_worlds": args.demo_worlds,
         f"{p}command": (f"python benchmarks/vlm_rewards.py pose --pose {pose} --pose-every {args.pose_every} "
                         f"--pose-seconds {args.pose_seconds:g} --vlm-scale {args.vlm_scale:g} "
-                        f"--demo-worlds {args.demo_worlds}"),
+                        f"--demo-worlds {args.demo_worlds}"
+                        + (f" --pose-arms {args.pose_arms}" if args.pose_arms else "")),
         **load_avg(f"{p}start")}
     t0 = time.perf_counter()
     for name, overrides in runs.items():
         out |= train_run(f"{p}{name}", overrides, args.pose_seconds)
         out |= {f"{p}{name}_{k}": v for k, v in pose_eval(DEMO_DIR / f"{p}{name}", pose).items()}
+        if name.startswith("vlm_rm"):
+            out[f"{p}{name}_encoder"] = _encoder_note("humanoid")
     out |= {f"{p}random_{k}": v for k, v in pose_eval(None, pose).items()}
     out[f"{p}wall_s"] = time.perf_counter() - t0
     return out | load_avg(f"{p}end")
@@ -515,13 +607,15 @@ def main() -> None:
     """Parse, run, print the table, save flat JSON."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["encoder", "steps", "all", "pose", "driving", "prefs",
-                                          "prefs_sac", "demos", "driving_finetune"])
+                                          "prefs_sac", "demos", "driving_finetune", "text_heads"])
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: the scorer thread and the "
                    "simulation each get one of this machine's 2 shared cores)")
     p.add_argument("--sim-threads", type=int, default=1)
     p.add_argument("--eval-frames", type=int, default=240)
     p.add_argument("--eval-seed", type=int, default=2024)
     p.add_argument("--paraphrase-draws", type=int, default=10)
+    p.add_argument("--compare-frames", type=int, default=2400, help="text_heads: training frames (shared)")
+    p.add_argument("--compare-steps", type=int, default=1500, help="text_heads: optimizer steps of every variant")
     p.add_argument("--speed-frames", type=int, default=128)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--worlds", type=int, default=16)
@@ -533,6 +627,8 @@ def main() -> None:
     p.add_argument("--demo-worlds", type=int, default=16)
     p.add_argument("--pose", default="kneeling", choices=sorted(GOALS), help="goal pose of the pose demo")
     p.add_argument("--pose-seconds", type=float, default=400.0, help="training budget of each pose demo run")
+    p.add_argument("--pose-arms", default="", help="pose demo: comma-separated learners to run (default all: "
+                   "vlm_rm_seen,vlm_rm_unseen,velocity_tracking); the random policy is always evaluated")
     p.add_argument("--pose-every", type=int, default=4, help="score every k-th step in the pose demo's VLM runs")
     p.add_argument("--vlm-scale", type=float, default=10.0, help="reward.scale of the pose demo's VLM-RM term")
     p.add_argument("--every", type=int, default=2, help="score every k-th step in the driving demo's CLG run")
@@ -549,6 +645,8 @@ def main() -> None:
     t0 = time.perf_counter()
     if args.what in ("encoder", "all"):
         figures |= encoder_bench(args, "humanoid") | encoder_bench(args, "driving")
+    if args.what == "text_heads":
+        figures |= text_head_bench(args, "humanoid") | text_head_bench(args, "driving")
     if args.what in ("steps", "all"):
         figures |= steps_bench(args)
     if args.what in ("prefs", "demos"):

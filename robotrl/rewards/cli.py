@@ -2,6 +2,8 @@
 
 robotrl rewards train-encoder task=humanoid            # render, caption, train the lit heads (minutes on a CPU)
 robotrl rewards train-encoder task=humanoid frames=600 steps=300 out=/tmp/lit_small
+robotrl rewards train-encoder task=humanoid text_mix=false            # the earlier training (one paraphrase per pair)
+robotrl rewards train-encoder task=driving text_head=residual dim=384  # near-identity text head (keeps MiniLM geometry)
 """
 
 from __future__ import annotations

