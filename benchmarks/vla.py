@@ -29,7 +29,9 @@ merges its figures into ``benchmarks/results/vla.json`` (flat, units in key name
 Both rl and residual redraw ``vla_success.png`` (success against wall-clock, from
 ``vla_curve.json``). ``--prefix P`` keeps a second configuration apart: every figure of the run is
 written as ``P_<key>`` (the rl phase reads ``P_sft_success_seen``), and the curve and plot go to
-``vla_curve_P.json`` and ``vla_success_P.png``; pass a separate ``--sft-dir`` with it.
+``vla_curve_P.json`` and ``vla_success_P.png``; pass a separate ``--sft-dir`` with it. Several rl
+configurations can share one SFT: ``--sft-prefix S`` makes the rl phase read ``S_sft_success_seen``
+instead, and keeps its state in ``<sft-dir>/../P_<method>``.
 
     flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase throughput
     flock /tmp/robotrl-cpu.lock python benchmarks/vla.py --phase sft
@@ -76,9 +78,21 @@ def save_figs(args, fig: dict) -> Path:
     return save("vla", {f"{args.prefix}_{k}" if args.prefix else k: v for k, v in fig.items()})
 
 
-def results_key(args, key: str):  # noqa: ANN201
-    """``key`` (under this configuration's prefix) as last written to ``vla.json``."""
-    return json.loads((RESULTS_DIR / "vla.json").read_text()).get(f"{args.prefix}_{key}" if args.prefix else key)
+def results_key(args, key: str, prefix: str | None = None):  # noqa: ANN201
+    """``key`` (under ``prefix``, by default this configuration's) as last written to ``vla.json``."""
+    prefix = args.prefix if prefix is None else prefix
+    return json.loads((RESULTS_DIR / "vla.json").read_text()).get(f"{prefix}_{key}" if prefix else key)
+
+
+def sft_prefix(args) -> str:
+    """The prefix of the SFT run this configuration fine-tunes: ``--sft-prefix``, else ``--prefix``."""
+    return args.prefix if args.sft_prefix is None else args.sft_prefix
+
+
+def rl_dir(args, method: str) -> Path:
+    """``<sft-dir>/../<method>``, or ``.../<prefix>_<method>`` when the SFT is shared (``--sft-prefix``)."""
+    own = sft_prefix(args) == args.prefix
+    return Path(args.sft_dir).parent / (method if own else f"{args.prefix}_{method}")
 
 
 def env_for(n: int, seed: int, split: str = "train", size: int = 64):
@@ -184,11 +198,11 @@ def fine_tune(method: str, args, fig: dict) -> None:
     continues from there (``--restart`` starts over). The call that spends the budget writes
     the method's success table. A call's env resets draw from ``seed + 100 + 1000 x call``.
     """
-    run_dir = Path(args.sft_dir).parent / method
+    run_dir = rl_dir(args, method)
     state_path = run_dir / "rl_state.json"
-    sft_seen = results_key(args, "sft_success_seen")  # from --phase sft
+    sft_seen = results_key(args, "sft_success_seen", sft_prefix(args))  # from --phase sft
     if not isinstance(sft_seen, float):
-        raise SystemExit(f"no sft_success_seen (prefix {args.prefix!r}) in vla.json: run --phase sft first")
+        raise SystemExit(f"no sft_success_seen (prefix {sft_prefix(args)!r}) in vla.json: run --phase sft first")
     cfg = G.GRPOConfig(method=method, lr=args.rl_lr, group_size=8, epochs=2, minibatches=4,
                        temperature=args.temperature)
     resume = state_path.exists() and not args.restart
@@ -204,12 +218,14 @@ def fine_tune(method: str, args, fig: dict) -> None:
             raise SystemExit(f"{method}: the saved run has trained {state['train_time']:.0f}s, more than "
                              f"--rl-minutes {args.rl_minutes:g}; pass a larger budget or --restart.")
         state["budget_s"] = args.rl_minutes * 60
+        state.setdefault("rollouts", [])
     else:
         torch.manual_seed(args.seed)
         start = S.evaluate(env_for(64, args.seed + 7, size=args.image_size), model, args.eval_episodes,
                            gen=torch.Generator().manual_seed(args.seed))
         state = {"budget_s": args.rl_minutes * 60, "train_time": 0.0, "iterations": 0, "calls": 0,
-                 "eval_wall_s": 0.0, "points": [(0.0, start["success"])], "start_success_seen": start["success"]}
+                 "eval_wall_s": 0.0, "points": [(0.0, start["success"])], "start_success_seen": start["success"],
+                 "rollouts": []}
         for key in ("success_seen", "success_unseen_wording", "gain_over_sft_points"):
             fig[f"{method}_{key}"] = missing(f"in progress ({args.rl_minutes:g} min budget, resumable calls)")
     env = env_for(64, args.seed + 100 + 1000 * state["calls"], size=args.image_size)
@@ -222,6 +238,7 @@ def fine_tune(method: str, args, fig: dict) -> None:
         state["train_time"] += time.perf_counter() - t0
         state["iterations"] += 1
         it, train_time = state["iterations"], state["train_time"]
+        state["rollouts"].append((train_time, metrics["success"], metrics.get("kept_groups", 1.0)))
         print(f"{method} it {it} t {train_time:.0f}s rollout success {metrics['success']:.3f} "
               + " ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k != "success"), flush=True)
         if it % args.eval_every == 0:
@@ -251,6 +268,12 @@ def fine_tune(method: str, args, fig: dict) -> None:
     fig[f"{method}_group_size"] = cfg.group_size if method == "grpo" else 1
     fig[f"{method}_budget_min"] = args.rl_minutes
     fig[f"{method}_start_success_seen"] = state["start_success_seen"]
+    fig[f"{method}_sft_prefix"] = sft_prefix(args)
+    fig[f"{method}_sft_success_seen"] = sft_seen
+    rollouts = state["rollouts"]
+    for name, part in (("first", rollouts[:10]), ("last", rollouts[-10:])):
+        fig[f"{method}_rollout_success_{name}10_iterations"] = sum(r[1] for r in part) / max(len(part), 1)
+        fig[f"{method}_kept_groups_{name}10_iterations"] = sum(r[2] for r in part) / max(len(part), 1)
     fig[f"{method}_iterations"] = state["iterations"]
     fig[f"{method}_episodes"] = state["iterations"] * env.num_envs
     fig[f"{method}_train_wall_s"] = state["train_time"]
@@ -365,7 +388,7 @@ def plot(args) -> Path:
     import matplotlib.pyplot as plt
 
     curve = json.loads(tagged("vla_curve", args, "json").read_text())
-    sft = results_key(args, "sft_success_seen")
+    sft = results_key(args, "sft_success_seen", sft_prefix(args))
     fig, ax = plt.subplots(figsize=(6, 4))
     if isinstance(sft, float):
         ax.axhline(sft, color="grey", ls="--", lw=1, label=f"SFT ({sft:.2f})")
@@ -405,6 +428,8 @@ def main() -> None:
     p.add_argument("--call-minutes", type=float, default=7.0,
                    help="RL training minutes per call (a call stays under 10 min of wall with its evaluations)")
     p.add_argument("--restart", action="store_true", help="rl: ignore a saved partial run and start from SFT")
+    p.add_argument("--sft-prefix", default=None, help="rl: the prefix of the --phase sft run to fine-tune "
+                   "(default: --prefix); lets several rl configurations share one SFT")
     p.add_argument("--methods", nargs="+", default=["grpo"])
     p.add_argument("--residual-minutes", type=float, default=6.0)
     p.add_argument("--residual-scale", type=float, default=0.1)
