@@ -3,6 +3,7 @@
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py calibration   # sysid fits, divergence before/after
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining        # synthetic miner vs uniform (seconds)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_narrowed  # synthetic narrowed policy, baselines
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_validate  # the same, regions re-tested on fresh draws
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted train # driving planted weakness, one stage
     # per call (train, mine, heldout, retrain_mined, retrain_control, eval), each < 10 min; state in TWIN_PLANT_DIR
     # mining options after the stage: planted mine baseline=reference min_leaf=16 (written to the section
@@ -27,6 +28,10 @@ draws to about 0.55, so each region is tested against it (``baseline=uniform``),
 the region (``complement``); coverage of the failures below 1.0 (each point weighted by
 its failure probability, 20000 labelled scenarios) and false regions (true failure rate <
 0.5), miner and uniform draws at the same budget, 5 seeds.
+
+Validation (synthetic, narrowed): the same stand-in, ``baseline=reference``; the miner and
+uniform draws each hold back 0, 20% or 30% of the same total budget (``mine(validate=)``) to
+re-test every region on fresh draws inside it; 10 seeds. Coverage and false regions as above.
 
 Planted (driving): PPO trained with the effective road friction narrowed to >= 1.0
 (``task.friction_range=[1.0,1.2]``; the floor's friction is 1.0 and MuJoCo takes the larger
@@ -196,6 +201,41 @@ def narrowed_rows(budgets=(256, 512, 1024), seeds=range(5), baselines=("uniform"
     return {"trained_regime": TRAINED_REGIME, "failure": "0.15 in the trained regime, linear to 1.0 at friction 0.45",
             "seeds": len(list(seeds)), "command": "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv),
             "loadavg_1m": os.getloadavg()[0], "summary": summary, "runs": rows}
+
+
+def validate_rows(budgets=(512, 1024), seeds=range(10), min_leafs=(8, 16), shares=(0.0, 0.2, 0.3)):
+    """Miner and uniform draws on the narrowed stand-in, with and without the fresh-draw re-test of regions."""
+    import sys
+
+    from robotrl.twin.mine import failure_coverage, inside_regions
+
+    rng = np.random.default_rng(99)
+    hx = np.column_stack([p.low + rng.random(20000) * (p.high - p.low) for p in NARROWED_PARAMS])
+    hf = rng.random(20000) < narrowed_failure_prob(hx)
+    planted = hx[:, 0] < 1.0
+    summary = {}
+    for budget in budgets:
+        for min_leaf in min_leafs:
+            for share in shares:
+                for name, uniform in (("miner", False), ("uniform", True)):
+                    covs, false, count = [], [], []
+                    for seed in seeds:
+                        pol_rng = np.random.default_rng(seed)
+                        res = mine(lambda x, r=pol_rng: r.random(len(x)) >= narrowed_failure_prob(x),
+                                   NARROWED_PARAMS, budget, rounds=4, seed=seed, uniform_only=uniform,
+                                   min_leaf=min_leaf, baseline="reference", reference=TRAINED_REGIME, validate=share)
+                        covs.append(100 * failure_coverage(inside_regions(hx, res.regions, NARROWED_PARAMS), hf,
+                                                           planted))
+                        each = [hf[inside_regions(hx, [r], NARROWED_PARAMS)] for r in res.regions]
+                        false.append(sum(f.size == 0 or f.mean() < 0.5 for f in each))
+                        count.append(len(res.regions))
+                    key = f"{name}_leaf{min_leaf}_budget{budget}_validate{share}"
+                    summary[f"{key}_coverage_pct_mean"] = round(float(np.mean(covs)), 1)
+                    summary[f"{key}_false_regions_mean"] = float(np.mean(false))
+                    summary[f"{key}_regions_mean"] = float(np.mean(count))
+    return {"baseline": "reference", "trained_regime": TRAINED_REGIME, "seeds": len(list(seeds)),
+            "command": "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv),
+            "loadavg_1m": os.getloadavg()[0], "summary": summary}
 
 
 def mining_rows(budgets=(200, 400, 800), seeds=range(5)):
@@ -549,6 +589,11 @@ def main():
         for k, v in narrowed["summary"].items():
             print(f"{k:55s} {v}")
         _merge("mining_narrowed", narrowed)
+    if mode == "mining_validate":
+        validated = validate_rows()
+        for k, v in validated["summary"].items():
+            print(f"{k:55s} {v}")
+        _merge("mining_validate", validated)
     if mode in ("sim2sim", "all"):
         rows = sim2sim_rows()
         for row in rows:

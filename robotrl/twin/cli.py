@@ -9,10 +9,11 @@ robotrl twin calibrate bags=<dir> task=humanoid [robot=<profile>] [params=body_m
 mujoco.sysid fit; writes <out>/physics.yaml and sysid's results (confidence intervals).
 robotrl twin mine checkpoint=<run> budget=N [params=friction,max_curvature] [rounds=4] [worlds=128]
 [seed=0] [uniform=false] [weighting=learnability] [baseline=uniform] [reference=friction:1.0:1.2]
-[min_leaf=8] [out=scenarios.yaml] [task.<field>=<value> ...]
+[min_leaf=8] [validate=0.2] [out=scenarios.yaml] [task.<field>=<value> ...]
 the policy over N scenarios (batched worlds), adaptive search for low-success regions, each tested against
 the failure rate of the uniform draws (``baseline=uniform``), of those in the ``reference`` box (the regime the
-policy was trained on: ``baseline=reference``) or of those outside it (``complement``); writes the
+policy was trained on: ``baseline=reference``) or of those outside it (``complement``); ``validate`` (0.2) holds
+that share of N back to re-test each region on fresh draws, dropping those that do not fail again; writes the
 scenario file (regions with summaries; training picks its regions by ``weighting``, learnability or
 failure_rate) and <out>.samples.json (every scenario and its success).
 robotrl twin triage bags=<dir> policy=<export/policy.onnx|run dir> task=humanoid [robot=<profile>]
@@ -111,7 +112,8 @@ def _mine(args: dict[str, str]) -> int:
         reference[name] = [float(lo), float(hi)]
     result = mine(evaluator, evaluator.params, int(args["budget"]), rounds=int(args.get("rounds", 4)),
                   seed=int(args.get("seed", 0)), uniform_only=uniform, min_leaf=int(args.get("min_leaf", 8)),
-                  baseline=args.get("baseline", "uniform"), reference=reference or None)
+                  baseline=args.get("baseline", "uniform"), reference=reference or None,
+                  validate=float(args.get("validate", 0.2)))
     out = Path(args.get("out", "scenarios.yaml"))
     if not result.regions:
         log.warning("no failure region found in %d scenarios (failure rate %.3f); no scenario file written",

@@ -8,6 +8,12 @@ cube of the parameters, widened so boundaries are explored) and, for half of the
 draws (``confirm``), a confirmation step: uniform draws inside the candidate regions (leaves
 failing often enough but not yet significant) not yet confirmed.
 
+With ``validate`` > 0 that share of the budget is held back from the search. Once the regions
+are read off, each is re-tested on fresh uniform draws inside its box, which the tree never
+saw: it stays a region only if the fresh draws alone pass the same test (rate at least
+``min_failure_rate``, Wilson lower bound above the background). Its ``failure_rate`` and
+``samples`` are then the fresh draws', an unbiased estimate instead of the tree's optimistic one.
+
 Regions are read off all samples with a small axis-aligned decision tree (Gini splits,
 depth and leaf-size limited). A leaf is a region only when its failure rate is at least
 ``min_failure_rate`` *and* significantly above the background: the Wilson lower
@@ -248,7 +254,7 @@ def _candidate_boxes(u: np.ndarray, fail: np.ndarray, background: BackgroundFn, 
 def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds: int = 4, seed: int = 0,
          uniform_only: bool = False, depth: int = 6, min_leaf: int = 8, min_failure_rate: float = 0.5,
          z: float = 1.96, baseline: str = "uniform", reference: dict[str, list[float]] | None = None,
-         focus: float = 0.5, confirm: float = 0.5) -> MiningResult:
+         focus: float = 0.5, confirm: float = 0.5, validate: float = 0.0) -> MiningResult:
     """Search ``budget`` scenarios for failure regions (module docstring).
 
     Args:
@@ -267,10 +273,16 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
             on, for ``baseline="reference"``.
         focus: share of each round after the first drawn by the search (the rest uniform).
         confirm: share of the focused draws spent confirming candidate regions (when there are any).
+        validate: share of ``budget`` held back to re-test each region on fresh draws (module docstring);
+            unspent when no region is found.
 
     """
     if baseline not in BASELINES:
         raise ValueError(f"baseline {baseline!r}: expected one of {BASELINES}")
+    if not 0.0 <= validate < 1.0:
+        raise ValueError(f"validate={validate}: the held-back share of the budget must be in [0, 1)")
+    held_back = int(budget * validate)
+    budget -= held_back
     if baseline == "reference" and not reference:
         raise ValueError("baseline 'reference' needs reference={name: [lo, hi]}: the regime the policy was trained on")
     rng = np.random.default_rng(seed)
@@ -311,8 +323,50 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
     ref = _reference_mask(u_all, reference, params) if baseline == "reference" else None
     rate_fn, background = background_fn(~success, uniform, baseline, ref)
     regions = extract_regions(samples, success, params, depth, min_leaf, min_failure_rate, rate_fn, z)
+    if held_back and regions:
+        fresh_u, fresh_ok, regions = _validate(evaluate, regions, params, u_all, held_back, rng, rate_fn,
+                                               min_failure_rate, z)
+        samples = np.concatenate([samples, _from_unit(fresh_u, params)])
+        success = np.concatenate([success, fresh_ok])
     log.info("background failure rate (%s) %.3f; %d regions", baseline, background, len(regions))
     return MiningResult(samples=samples, success=success, regions=regions, background=background, baseline=baseline)
+
+
+def _validate(evaluate: EvaluateFn, regions: list[Region], params: list[ScenarioParam], u_search: np.ndarray,
+              n: int, rng: np.random.Generator, background: BackgroundFn, min_failure_rate: float,
+              z: float) -> tuple[np.ndarray, np.ndarray, list[Region]]:
+    """Re-test ``regions`` on ``n`` fresh uniform draws split evenly among their boxes.
+
+    Returns:
+        the draws ``(n, D)`` (unit cube), their success ``(n,)``, and the regions that pass on the
+        fresh draws alone, each with the fresh failure rate and draw count.
+
+    """
+    boxes = []
+    for r in regions:
+        lo, hi = np.zeros(len(params)), np.ones(len(params))
+        for i, p in enumerate(params):
+            if p.name in r.bounds:
+                lo[i], hi[i] = ((np.asarray(r.bounds[p.name]) - p.low) / (p.high - p.low)).clip(0.0, 1.0)
+        boxes.append((lo, hi))
+    if n // len(regions) < 10:
+        log.warning("validating %d regions with %d fresh draws (%d each): too few to pass the test; raise the "
+                    "budget or lower validate", len(regions), n, n // len(regions))
+    owner = np.arange(n) % len(regions)
+    lo, hi = np.stack([b[0] for b in boxes])[owner], np.stack([b[1] for b in boxes])[owner]
+    u = lo + (hi - lo) * rng.random((n, len(params)))
+    ok = np.asarray(evaluate(_from_unit(u, params)), dtype=bool)
+    kept = []
+    for j, r in enumerate(regions):
+        own = owner == j
+        m, k = int(own.sum()), int((~ok[own]).sum())
+        in_box = inside_regions(_from_unit(u_search, params), [r], params)
+        passed = m > 0 and k >= min_failure_rate * m and wilson_lower(k, m, z) > background(in_box)
+        log.info("validating %s: %d of %d fresh draws failed (tree: %.2f over %d) -> %s", r.summary, k, m,
+                 r.failure_rate, r.samples, "kept" if passed else "dropped")
+        if passed:
+            kept.append(Region(bounds=r.bounds, failure_rate=k / m, samples=m, summary=r.summary))
+    return u, ok, kept
 
 
 def region_coverage(regions: list[Region], planted: dict[str, list[float]], params: list[ScenarioParam],

@@ -1,5 +1,7 @@
 """The miner finds a planted failure region of a cheap synthetic policy; scenario files round-trip."""
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -203,3 +205,42 @@ def test_background_rates_use_uniform_draws_only():
     assert outside(box) == pytest.approx(1 / 4)
     with pytest.raises(ValueError, match="reference box"):
         background_fn(fail, uniform, "reference", np.zeros(10, dtype=bool))
+
+
+def test_validation_drops_a_region_that_fresh_draws_do_not_confirm():
+    calls = []
+
+    def flaky(x: np.ndarray) -> np.ndarray:
+        """Fails in the planted box during the search only: the fresh draws never fail."""
+        calls.append(len(x))
+        return ~((x[:, 0] <= 0.02) & (x[:, 1] >= 0.5)) if len(calls) == 1 else np.ones(len(x), dtype=bool)
+
+    searched = mine(flaky, PARAMS, budget=400, rounds=1)
+    assert searched.regions  # the search alone reports the box
+    calls.clear()
+    result = mine(flaky, PARAMS, budget=500, rounds=1, validate=0.2)
+    assert calls == [400, 100]  # the held-back fifth is spent on one fresh batch
+    assert result.regions == []
+    assert len(result.samples) == len(result.success) == 500
+
+
+def test_validation_keeps_a_stable_region_with_its_fresh_rate():
+    result = mine(synthetic_policy, PARAMS, budget=750, rounds=4, validate=0.2)
+    covered, false = region_coverage(result.regions, PLANTED, PARAMS)
+    assert covered >= 0.8 and false <= 1
+    assert sum(r.samples for r in result.regions) <= 150  # counts are the fresh draws', not the tree's
+    assert all(r.failure_rate >= 0.5 for r in result.regions)
+    assert len(result.samples) == 750
+
+
+def test_validate_share_outside_unit_interval_is_rejected():
+    with pytest.raises(ValueError, match="validate"):
+        mine(synthetic_policy, PARAMS, budget=100, validate=1.0)
+
+
+def test_validation_warns_when_fresh_draws_per_region_are_too_few(caplog, monkeypatch):
+    # a CLI test earlier in the session may have run setup_logging, which stops propagation to root
+    monkeypatch.setattr(logging.getLogger("robotrl"), "propagate", True)
+    with caplog.at_level("WARNING", logger="robotrl.twin.mine"):
+        mine(synthetic_policy, PARAMS, budget=400, rounds=4, validate=0.02)  # 8 fresh draws
+    assert "too few to pass" in caplog.text

@@ -35,7 +35,8 @@ def test_mine_cli_writes_scenario_file_with_summaries(humanoid_run, tmp_path):
 
     out = tmp_path / "mined.yaml"
     assert main(["twin", "mine", f"checkpoint={humanoid_run}", "budget=96", "params=cmd_vx,friction", "worlds=32",
-                 "task.episode_length_s=0.15", "task.randomize=false", "task.init_noise=0.0", f"out={out}"]) == 0
+                 "task.episode_length_s=0.15", "task.randomize=false", "task.init_noise=0.0", "validate=0",
+                 f"out={out}"]) == 0  # 96 scenarios leave too few fresh draws per region to re-test them
     mined = ScenarioFile.load(out)
     assert mined.task == "humanoid" and [p.name for p in mined.params] == ["cmd_vx", "friction"]
     assert mined.weighting == "learnability"  # the CLI's default for training
