@@ -391,7 +391,7 @@ def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
     run records the encoder artefact it was scored with (``..._encoder``).
     """
     pose = args.pose
-    p = f"pose_{pose}_"
+    p = f"pose_{pose}_" + (f"{args.pose_prefix}_" if args.pose_prefix else "")
     common = ["task=humanoid", f"sim.num_envs={args.demo_worlds}", "sim.nthread=1"]
     runs = {}
     for split in ("seen", "unseen"):
@@ -409,12 +409,13 @@ def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
         f"{p}every": args.pose_every, f"{p}vlm_scale": args.vlm_scale, f"{p}train_worlds": args.demo_worlds,
         f"{p}command": (f"python benchmarks/vlm_rewards.py pose --pose {pose} --pose-every {args.pose_every} "
                         f"--pose-seconds {args.pose_seconds:g} --vlm-scale {args.vlm_scale:g} "
-                        f"--demo-worlds {args.demo_worlds}"
-                        + (f" --pose-arms {args.pose_arms}" if args.pose_arms else "")),
-        **load_avg(f"{p}start")}
+                        f"--demo-worlds {args.demo_worlds} --pose-seed {args.pose_seed}"
+                        + (f" --pose-arms {args.pose_arms}" if args.pose_arms else "")
+                        + (f" --pose-prefix {args.pose_prefix}" if args.pose_prefix else "")),
+        f"{p}train_seed": args.pose_seed, **load_avg(f"{p}start")}
     t0 = time.perf_counter()
     for name, overrides in runs.items():
-        out |= train_run(f"{p}{name}", overrides, args.pose_seconds)
+        out |= train_run(f"{p}{name}", overrides, args.pose_seconds, seed=args.pose_seed)
         out |= {f"{p}{name}_{k}": v for k, v in pose_eval(DEMO_DIR / f"{p}{name}", pose).items()}
         if name.startswith("vlm_rm"):
             out[f"{p}{name}_encoder"] = _encoder_note("humanoid")
@@ -629,6 +630,9 @@ def main() -> None:
     p.add_argument("--pose-seconds", type=float, default=400.0, help="training budget of each pose demo run")
     p.add_argument("--pose-arms", default="", help="pose demo: comma-separated learners to run (default all: "
                    "vlm_rm_seen,vlm_rm_unseen,velocity_tracking); the random policy is always evaluated")
+    p.add_argument("--pose-seed", type=int, default=0, help="pose demo: the training seed of every learner")
+    p.add_argument("--pose-prefix", default="", help="pose demo: keys become pose_<pose>_<prefix>_... (a repeat "
+                   "with another seed or encoder beside the main keys); set ROBOTRL_ENCODER_DIR to pick the encoder")
     p.add_argument("--pose-every", type=int, default=4, help="score every k-th step in the pose demo's VLM runs")
     p.add_argument("--vlm-scale", type=float, default=10.0, help="reward.scale of the pose demo's VLM-RM term")
     p.add_argument("--every", type=int, default=2, help="score every k-th step in the driving demo's CLG run")
