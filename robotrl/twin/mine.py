@@ -342,25 +342,21 @@ def _validate(evaluate: EvaluateFn, regions: list[Region], params: list[Scenario
         fresh draws alone, each with the fresh failure rate and draw count.
 
     """
-    boxes = []
-    for r in regions:
-        lo, hi = np.zeros(len(params)), np.ones(len(params))
-        for i, p in enumerate(params):
-            if p.name in r.bounds:
-                lo[i], hi[i] = ((np.asarray(r.bounds[p.name]) - p.low) / (p.high - p.low)).clip(0.0, 1.0)
-        boxes.append((lo, hi))
+    edges = np.asarray([[r.bounds.get(p.name, [p.low, p.high]) for p in params] for r in regions], dtype=float)
+    box_lo, box_hi = (_to_unit(edges[:, :, k], params).clip(0.0, 1.0) for k in (0, 1))  # (R, D) each
     if n // len(regions) < 10:
         log.warning("validating %d regions with %d fresh draws (%d each): too few to pass the test; raise the "
                     "budget or lower validate", len(regions), n, n // len(regions))
     owner = np.arange(n) % len(regions)
-    lo, hi = np.stack([b[0] for b in boxes])[owner], np.stack([b[1] for b in boxes])[owner]
+    lo, hi = box_lo[owner], box_hi[owner]
     u = lo + (hi - lo) * rng.random((n, len(params)))
     ok = np.asarray(evaluate(_from_unit(u, params)), dtype=bool)
+    x_search = _from_unit(u_search, params)
     kept = []
     for j, r in enumerate(regions):
         own = owner == j
         m, k = int(own.sum()), int((~ok[own]).sum())
-        in_box = inside_regions(_from_unit(u_search, params), [r], params)
+        in_box = inside_regions(x_search, [r], params)
         passed = m > 0 and k >= min_failure_rate * m and wilson_lower(k, m, z) > background(in_box)
         log.info("validating %s: %d of %d fresh draws failed (tree: %.2f over %d) -> %s", r.summary, k, m,
                  r.failure_rate, r.samples, "kept" if passed else "dropped")
