@@ -55,33 +55,36 @@ def measure(arm: str, worlds: int, threads: int, steps: int, seed: int = 0) -> d
             "nv": model.nv, "nu": model.nu, "sim_resets": env.total_sim_resets}
 
 
-def summarize_run(run_dir: str) -> dict[str, float]:
-    """Learning figures of a ``robotrl train task=tool_use`` run: first vs last fifth of its iterations."""
+def summarize_run(run_dir: str, prefix: str = "cpu_train") -> dict[str, float]:
+    """Learning figures of a ``robotrl train task=tool_use`` run: first vs last fifth of its iterations.
+
+    Keys start with ``prefix`` (``cpu_train`` for the README main job; a screen of overrides gets its own).
+    """
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
         rows = [json.loads(line) for line in f if line.strip()]
     rows = [r for r in rows if "episode/return" in r]
     if len(rows) < 5:
         raise ValueError(f"{run_dir} has {len(rows)} iterations with finished episodes; need at least 5.")
     fifth = max(1, len(rows) // 5)
-    out: dict[str, float] = {"cpu_train_wall_s": round(rows[-1]["time_s"], 1),
-                             "cpu_train_env_steps_count": rows[-1]["env_steps"],
-                             "cpu_train_curriculum_stage_final_index": rows[-1]["episode/curriculum_stage"]}
+    out: dict[str, float] = {f"{prefix}_wall_s": round(rows[-1]["time_s"], 1),
+                             f"{prefix}_env_steps_count": rows[-1]["env_steps"],
+                             f"{prefix}_curriculum_stage_final_index": rows[-1]["episode/curriculum_stage"]}
     for key, name in (("episode/return", "return"), ("episode/reached", "reach_rate"),
                       ("episode/lifted", "lift_rate"), ("episode/reward/lift", "lift_reward"),
                       ("episode/goals_reached", "goals_per_episode")):
         first = sum(r[key] for r in rows[:fifth]) / fifth
         last = sum(r[key] for r in rows[-fifth:]) / fifth
-        out[f"cpu_train_{name}_first_fifth_mean"] = round(first, 4)
-        out[f"cpu_train_{name}_last_fifth_mean"] = round(last, 4)
+        out[f"{prefix}_{name}_first_fifth_mean"] = round(first, 4)
+        out[f"{prefix}_{name}_last_fifth_mean"] = round(last, 4)
     eval_path = os.path.join(run_dir, "eval", "eval_train.json")
     if os.path.exists(eval_path):  # the deterministic evaluation robotrl train runs at the end
         with open(eval_path) as f:
             ev = json.load(f)
         episodes = int(ev["episodes"])
         for key in ("return", "success", "lifted", "reached", "goals_reached"):
-            out[f"cpu_train_final_eval_{key}_{episodes}_episodes"] = round(float(ev[key]), 4)
+            out[f"{prefix}_final_eval_{key}_{episodes}_episodes"] = round(float(ev[key]), 4)
     stage_rows = [r for r in rows if r["episode/curriculum_stage"] >= 1.0]
-    out["cpu_train_lift_stage_reached_at_s"] = round(stage_rows[0]["time_s"], 1) if stage_rows else -1.0
+    out[f"{prefix}_lift_stage_reached_at_s"] = round(stage_rows[0]["time_s"], 1) if stage_rows else -1.0
     return out
 
 
@@ -91,15 +94,17 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=150)
     p.add_argument("--torch-threads", type=int, default=1, help="torch intra-op threads (1 is fastest here)")
-    p.add_argument("--arms", nargs="+", default=["kuka_iiwa", "floating"])
+    p.add_argument("--arms", nargs="*", default=["kuka_iiwa", "floating"], help="arms to time (none: skip)")
     p.add_argument("--out", default=RESULTS)
     p.add_argument("--train-run", default="", help="run dir of a tool_use training run to summarize")
     p.add_argument("--train-note", default="", help="how that run was made (command line), stored beside it")
+    p.add_argument("--train-prefix", default="cpu_train", help="key prefix of the run's figures (a screen's own name)")
     args = p.parse_args()
     torch.set_num_threads(args.torch_threads)
     results: dict[str, object] = {}
     header = ("arm", "worlds", "threads", "env steps/s", "physics-only", "nv", "nu")
-    print("{:<10} {:>6} {:>7} {:>12} {:>13} {:>4} {:>4}".format(*header))
+    if args.arms:
+        print("{:<10} {:>6} {:>7} {:>12} {:>13} {:>4} {:>4}".format(*header))
     for arm in args.arms:
         r = measure(arm, args.worlds, args.threads, args.steps)
         print(f"{arm:<10} {args.worlds:>6} {args.threads:>7} {r['env_steps_per_s']:>12.0f} "
@@ -109,21 +114,25 @@ def main() -> None:
         results[f"{prefix}_physics_only_env_steps_per_s"] = round(r["physics_only_env_steps_per_s"], 1)
         results[f"{prefix}_sim_resets_count"] = r["sim_resets"]
     if args.train_run:
-        learning = summarize_run(args.train_run)
+        learning = summarize_run(args.train_run, args.train_prefix)
         for key, value in learning.items():
             print(f"{key:<48} {value}")
         results.update(learning)
-        results["cpu_train_command"] = args.train_note or f"(run dir {args.train_run})"
+        results[f"{args.train_prefix}_command"] = args.train_note or f"(run dir {args.train_run})"
     load1 = os.getloadavg()[0]
-    results.update({
-        "cpu_machine": platform.processor() or platform.machine(),
-        "cpu_cores_count": os.cpu_count(),
-        "cpu_load_avg_1min_at_end": round(load1, 2),
-        "cpu_torch_threads_count": args.torch_threads,
-        "cpu_date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "mujoco_version": mujoco.__version__,
-        "torch_version": torch.__version__,
-    })
+    if args.train_run:
+        results[f"{args.train_prefix}_summarized_date_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds")
+    if args.arms:  # the machine keys describe the throughput figures above
+        results.update({
+            "cpu_machine": platform.processor() or platform.machine(),
+            "cpu_cores_count": os.cpu_count(),
+            "cpu_load_avg_1min_at_end": round(load1, 2),
+            "cpu_torch_threads_count": args.torch_threads,
+            "cpu_date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "mujoco_version": mujoco.__version__,
+            "torch_version": torch.__version__,
+        })
     merged = {}
     if os.path.exists(args.out):
         with open(args.out) as f:
