@@ -1,10 +1,12 @@
 """Slow: the README's main job, `robotrl train task=tool_use`, on a fixed step budget learns to lift.
 
-The default recipe (128 worlds x 24 steps = 3072 env steps per iteration) trained for 420
-iterations (1.29M env steps, about 6 minutes on 2 idle cores, 10 on a loaded machine). Reference
-run (benchmarks/results/tool_use.json, same budget): the curriculum leaves the reach stage at
-~0.6M steps; lift reward per episode 0.045 -> 0.114 and lift rate 0.001 -> 0.011 from the first
-to the last fifth of training. A regression in PPO, the curriculum or the lift terms breaks these.
+The default recipe (256 worlds x 24 steps = 6144 env steps per iteration, rewards over the
+running return std, orthogonal init) trained for 370 iterations (2.27M env steps, about 10
+minutes on 2 idle cores). Reference run (benchmarks/results/tool_use.json,
+cpu_screen_worlds256_norm_ortho_*, same recipe and budget): the curriculum leaves the reach
+stage at 0.92M steps; lift reward per episode 0.046 -> 0.090 and lift rate 0.000 -> 0.158 from
+the first to the last fifth of training. With the previous recipe (128 worlds, neither option)
+the lift rate ended at 0.010, so a regression in PPO, the curriculum or the lift terms breaks these.
 """
 
 import json
@@ -14,12 +16,12 @@ import sys
 import pytest
 
 
-# Measured 2026-11-23: passed in 608.6 s (training 566 s, load avg ~1.4), stage 1 at 0.53M steps, lift 0.045->0.114.
+# Margins from the reference screen (same command at max_time_s=600: 369 iterations); the test itself was not re-run.
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # the 420 iterations alone can exceed pyproject's default --timeout=600
+@pytest.mark.timeout(1800)  # the 370 iterations alone can exceed pyproject's default --timeout=600
 def test_default_tool_use_run_reaches_the_lift_stage_and_its_lift_rate_rises(tmp_path):
     run = tmp_path / "tool_use"
-    cmd = [sys.executable, "-m", "robotrl.cli", "train", "task=tool_use", "max_iterations=420", "max_time_s=100000",
+    cmd = [sys.executable, "-m", "robotrl.cli", "train", "task=tool_use", "max_iterations=370", "max_time_s=100000",
            "seed=0", f"run_dir={run}", "progress=false", "tensorboard=false"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -39,4 +41,4 @@ def test_default_tool_use_run_reaches_the_lift_stage_and_its_lift_rate_rises(tmp
     print(measured)
     assert stage >= 1, f"the curriculum never left the reach stage: {measured}"
     assert lift[1] > 1.5 * lift[0], measured
-    assert lifted[1] > lifted[0] + 0.003, measured
+    assert lifted[1] > lifted[0] + 0.05, measured
