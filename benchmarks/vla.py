@@ -203,7 +203,7 @@ def fine_tune(method: str, args, fig: dict) -> None:
     sft_seen = results_key(args, "sft_success_seen", sft_prefix(args))  # from --phase sft
     if not isinstance(sft_seen, float):
         raise SystemExit(f"no sft_success_seen (prefix {sft_prefix(args)!r}) in vla.json: run --phase sft first")
-    cfg = G.GRPOConfig(method=method, lr=args.rl_lr, group_size=8, epochs=2, minibatches=4,
+    cfg = G.GRPOConfig(method=method, lr=args.rl_lr, group_size=args.group_size, epochs=2, minibatches=4,
                        temperature=args.temperature)
     resume = state_path.exists() and not args.restart
     model = load_vla(run_dir if resume else args.sft_dir)
@@ -424,6 +424,7 @@ def main() -> None:
     p.add_argument("--rl-minutes", type=float, default=21.0)
     p.add_argument("--rl-lr", type=float, default=1e-4)
     p.add_argument("--temperature", type=float, default=1.6)
+    p.add_argument("--group-size", type=int, default=8, help="rl: GRPO rollouts per reset state (G)")
     p.add_argument("--eval-every", type=int, default=12)
     p.add_argument("--call-minutes", type=float, default=7.0,
                    help="RL training minutes per call (a call stays under 10 min of wall with its evaluations)")
