@@ -3,6 +3,8 @@
     python benchmarks/tool_use.py                 # 64 worlds, 2 threads, both arms
     python benchmarks/tool_use.py --worlds 128 --threads 4
     python benchmarks/tool_use.py --train-run runs/tool_use/<stamp>   # also summarize a training run
+    python benchmarks/tool_use.py --arms --train-run runs/screens/<name> --train-prefix cpu_screen_<name>
+                                                  # only summarize a screen of overrides, under its own keys
 
 Prints a table and writes flat, unit-named figures to benchmarks/results/tool_use.json
 (merged with what is already there, so GPU and learning figures can sit beside them).
