@@ -129,14 +129,19 @@ class PPO(Algorithm):
         return self.storage.step >= self.cfg.num_steps
 
     def update(self, obs: dict[str, torch.Tensor]) -> dict[str, float]:
-        """GAE, then ``num_epochs x num_minibatches`` clipped PPO steps; clears the rollout."""
+        """GAE, then ``num_epochs x num_minibatches`` clipped PPO steps; clears the rollout.
+
+        Returns mean losses and KL over the mini-batches, ``lr`` (the step size the next update
+        starts from) and ``lr_mean`` (the mean step size taken; under ``schedule=adaptive`` the
+        rate moves within an update, so ``lr`` alone can read the floor while most steps were larger).
+        """
         s, c = self.storage, self.cfg
         with torch.no_grad():
             last_values = self.policy.evaluate(self._critic_obs(obs))
             rewards = F.bootstrap_timeouts(s.rewards, s.truncated, s.final_values, c.gamma)
             adv, ret = F.compute_gae(rewards, s.values, s.dones, last_values, c.gamma, c.lam)
             s.set_returns(adv, ret)
-        totals = {"loss/policy": 0.0, "loss/value": 0.0, "loss/entropy": 0.0, "kl": 0.0}
+        totals = {"loss/policy": 0.0, "loss/value": 0.0, "loss/entropy": 0.0, "kl": 0.0, "lr_mean": 0.0}
         n = 0
         value_clip = c.value_clip if c.value_clip > 0 else None
         for batch in s.minibatches(c.num_minibatches, c.num_epochs):
@@ -163,6 +168,7 @@ class PPO(Algorithm):
             for key, metric in metrics.items():
                 totals[key] += metric.item()
             totals["kl"] += kl
+            totals["lr_mean"] += self.lr
             n += 1
         # Normalizer statistics move only between iterations: during the rollout and the
         # update they are fixed, so stored log-probs and values match what the update sees.

@@ -37,7 +37,27 @@ def test_update_changes_the_policy_and_clears_the_rollout():
     stats = ppo.update(obs)
     assert not ppo.ready() and ppo.storage.step == 0
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters(), strict=True))
-    assert {"loss/policy", "loss/value", "loss/entropy", "kl", "lr"} <= set(stats)
+    assert {"loss/policy", "loss/value", "loss/entropy", "kl", "lr", "lr_mean"} <= set(stats)
+
+
+def test_adaptive_schedule_reports_the_mean_step_size_taken_beside_the_final_one():
+    policy = ActorCritic(4, 4, 2, PolicyConfig(actor_hidden=[16], critic_hidden=[16]))
+    cfg = PPOConfig(num_steps=4, num_epochs=2, num_minibatches=2, schedule="adaptive", lr=1e-3, desired_kl=0.01)
+    ppo = PPO(policy, cfg, num_envs=8, device=torch.device("cpu"))
+    seen = []
+    original = ppo.optimizer.step
+
+    def record(*args, **kwargs):
+        seen.append(ppo.optimizer.param_groups[0]["lr"])
+        return original(*args, **kwargs)
+
+    ppo.optimizer.step = record
+    stats = ppo.update(_rollout(ppo, 4, obs_scale=1.0))
+    assert len(seen) == 4
+    assert abs(stats["lr_mean"] - sum(seen) / 4) < 1e-12
+    assert stats["lr"] == ppo.lr == ppo.optimizer.param_groups[0]["lr"]
+    # The first mini-batch sees the rollout policy itself (KL 0), so its step keeps the initial rate.
+    assert seen[0] == 1e-3
 
 
 def test_normalize_rewards_stores_rewards_divided_by_the_discounted_return_std_and_checkpoints_it():
