@@ -1,12 +1,15 @@
 """Slow: the README's main job, `robotrl train task=tool_use`, on a fixed step budget learns to lift.
 
-The default recipe (256 worlds x 24 steps = 6144 env steps per iteration, rewards over the
-running return std, orthogonal init) trained for 370 iterations (2.27M env steps, about 10
-minutes on 2 idle cores). Reference run (benchmarks/results/tool_use.json,
-cpu_screen_worlds256_norm_ortho_*, same recipe and budget): the curriculum leaves the reach
-stage at 0.92M steps; lift reward per episode 0.046 -> 0.090 and lift rate 0.000 -> 0.158 from
-the first to the last fifth of training. With the previous recipe (128 worlds, neither option)
-the lift rate ended at 0.010, so a regression in PPO, the curriculum or the lift terms breaks these.
+The default recipe (256 worlds x 24 steps = 6144 env steps per iteration, 2 epochs per update,
+rewards over the running return std, orthogonal init) trained for 580 iterations (3.56M env
+steps, about 9.5 minutes on 2 idle cores). Reference run (benchmarks/results/tool_use.json,
+cpu_screen_epochs2_*, same recipe and seed; a fixed-iteration run repeats a screen's first
+iterations exactly, as the previous pin did to the last digit): lift reward per episode
+0.075 -> 0.141 and lift rate 0.001 -> 0.153 from the first to the last fifth, and the
+curriculum reaches the goal stage. With the previous recipe (128 worlds, 5 epochs,
+neither option) the lift rate ended at 0.010, so a regression in PPO, the curriculum or the lift
+terms breaks these. Seed 0 is one of the recipe's good seeds (seeds 1 and 2 ended at 0.089 and
+0.001 in 10 minutes), so the margin pins this seed's behaviour, not the recipe's average.
 """
 
 import json
@@ -16,12 +19,11 @@ import sys
 import pytest
 
 
-# Measured 2026-11-23: passed in 559 s (idle machine), exactly the reference screen's figures (lift 0.0004 -> 0.158).
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # the 370 iterations alone can exceed pyproject's default --timeout=600
+@pytest.mark.timeout(1800)  # the 580 iterations alone can exceed pyproject's default --timeout=600
 def test_default_tool_use_run_reaches_the_lift_stage_and_its_lift_rate_rises(tmp_path):
     run = tmp_path / "tool_use"
-    cmd = [sys.executable, "-m", "robotrl.cli", "train", "task=tool_use", "max_iterations=370", "max_time_s=100000",
+    cmd = [sys.executable, "-m", "robotrl.cli", "train", "task=tool_use", "max_iterations=580", "max_time_s=100000",
            "seed=0", f"run_dir={run}", "progress=false", "tensorboard=false"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stderr[-3000:]
