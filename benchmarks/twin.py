@@ -7,7 +7,8 @@
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted train # driving planted weakness, one stage
     # per call (train, mine, heldout, retrain_mined, retrain_control, eval), each < 10 min; state in TWIN_PLANT_DIR
     # mining options after the stage: planted mine baseline=reference min_leaf=16 (written to the section
-    # planted_reference_leaf16; use a TWIN_PLANT_DIR of its own, with narrow/ and heldout.npz copied in)
+    # planted_reference_leaf16; use a TWIN_PLANT_DIR of its own, with narrow/ and heldout.npz copied in);
+    # validate=0.2 holds back that share of the budget to re-test each region (section ..._validate0.2)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
@@ -387,7 +388,7 @@ def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
         for name, uniform in (("miner", False), ("uniform", True)):
             res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform,
                        min_leaf=MINE_OPTIONS["min_leaf"], baseline=MINE_OPTIONS["baseline"],
-                       reference=TRAINED_REGIME)
+                       reference=TRAINED_REGIME, validate=MINE_OPTIONS.get("validate", 0.0))
             res_state[f"{name}_failure_rate_in_samples"] = float(1 - res.success.mean())
             res_state[f"{name}_background_failure_rate"] = res.background
             res_state[f"{name}_regions"] = [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
@@ -603,12 +604,17 @@ def main():
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
         for arg in sys.argv[3:]:  # mining options: baseline=reference min_leaf=16
             key, value = arg.split("=", 1)
-            MINE_OPTIONS[key] = int(value) if key == "min_leaf" else value
+            if key not in ("baseline", "min_leaf", "validate"):
+                raise SystemExit(f"planted: unknown mining option {key!r}; valid: baseline, min_leaf, validate")
+            MINE_OPTIONS[key] = {"min_leaf": int, "validate": float}.get(key, str)(value)
         planted = planted_rows(stages)
         for k, v in planted.items():
             print(f"{k:45s} {v}")
         default = MINE_OPTIONS == _OLD_MINE_OPTIONS
-        _merge("planted" if default else f"planted_{MINE_OPTIONS['baseline']}_leaf{MINE_OPTIONS['min_leaf']}", planted)
+        section = f"planted_{MINE_OPTIONS['baseline']}_leaf{MINE_OPTIONS['min_leaf']}"
+        if MINE_OPTIONS.get("validate"):
+            section += f"_validate{MINE_OPTIONS['validate']:g}"
+        _merge("planted" if default else section, planted)
 
 
 if __name__ == "__main__":
