@@ -10,9 +10,12 @@ failing often enough but not yet significant) not yet confirmed.
 
 With ``validate`` > 0 that share of the budget is held back from the search. Once the regions
 are read off, each is re-tested on fresh uniform draws inside its box, which the tree never
-saw: it stays a region only if the fresh draws alone pass the same test (rate at least
-``min_failure_rate``, Wilson lower bound above the background). Its ``failure_rate`` and
-``samples`` are then the fresh draws', an unbiased estimate instead of the tree's optimistic one.
+saw. It stays a region unless the fresh draws alone contradict it: their Wilson lower bound
+must still exceed the background, and their rate may be below ``min_failure_rate`` only within
+its noise (the Wilson *upper* bound must reach it; the tree's draws already showed the rate).
+So a noise region is dropped, and a true region near the ``min_failure_rate`` edge is not
+dropped for a few unlucky draws. Its ``failure_rate`` and ``samples`` are then the fresh
+draws', an unbiased estimate instead of the tree's optimistic one.
 
 Regions are read off all samples with a small axis-aligned decision tree (Gini splits,
 depth and leaf-size limited). A leaf is a region only when its failure rate is at least
@@ -86,6 +89,11 @@ def wilson_lower(failures: int, n: int, z: float = 1.96) -> float:
     centre = p + z2 / (2 * n)
     half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
     return float((centre - half) / (1 + z2 / n))
+
+
+def wilson_upper(failures: int, n: int, z: float = 1.96) -> float:
+    """Wilson score upper bound of a failure rate from ``failures`` of ``n`` (1 when ``n`` is 0)."""
+    return 1.0 - wilson_lower(n - failures, n, z)
 
 
 @dataclass
@@ -335,7 +343,7 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
 def _validate(evaluate: EvaluateFn, regions: list[Region], params: list[ScenarioParam], u_search: np.ndarray,
               n: int, rng: np.random.Generator, background: BackgroundFn, min_failure_rate: float,
               z: float) -> tuple[np.ndarray, np.ndarray, list[Region]]:
-    """Re-test ``regions`` on ``n`` fresh uniform draws split evenly among their boxes.
+    """Re-test ``regions`` on ``n`` fresh uniform draws split evenly among their boxes (module docstring).
 
     Returns:
         the draws ``(n, D)`` (unit cube), their success ``(n,)``, and the regions that pass on the
@@ -357,7 +365,7 @@ def _validate(evaluate: EvaluateFn, regions: list[Region], params: list[Scenario
         own = owner == j
         m, k = int(own.sum()), int((~ok[own]).sum())
         in_box = inside_regions(x_search, [r], params)
-        passed = m > 0 and k >= min_failure_rate * m and wilson_lower(k, m, z) > background(in_box)
+        passed = m > 0 and wilson_lower(k, m, z) > background(in_box) and wilson_upper(k, m, z) >= min_failure_rate
         log.info("validating %s: %d of %d fresh draws failed (tree: %.2f over %d) -> %s", r.summary, k, m,
                  r.failure_rate, r.samples, "kept" if passed else "dropped")
         if passed:

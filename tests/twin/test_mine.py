@@ -16,6 +16,7 @@ from robotrl.twin.mine import (
     mine,
     region_coverage,
     wilson_lower,
+    wilson_upper,
 )
 from robotrl.twin.scenarios import Region, ScenarioFile, ScenarioParam
 
@@ -82,6 +83,13 @@ def test_wilson_lower_bound_matches_hand_worked_values():
     assert wilson_lower(8, 13, 0.0) == pytest.approx(8 / 13)  # no discount at z 0
     assert wilson_lower(26, 26, 1.645) == pytest.approx(26 / (26 + 1.645**2))  # all failed: n / (n + z2)
     assert wilson_lower(0, 0) == 0.0
+
+
+def test_wilson_upper_bound_matches_hand_worked_values():
+    # 8 of 13: 1 - lower(5 of 13); p 5/13, centre 0.53237, half 0.30295, lower 0.22942 / 1.29551 = 0.17709
+    assert wilson_upper(8, 13, 1.96) == pytest.approx(0.82291, abs=1e-4)
+    assert wilson_upper(0, 26, 1.645) == pytest.approx(1.645**2 / (26 + 1.645**2))  # none failed: z2 / (n + z2)
+    assert wilson_upper(0, 0) == 1.0
 
 
 UNIT = [ScenarioParam("a", 0.0, 1.0), ScenarioParam("b", 0.0, 1.0)]
@@ -222,6 +230,34 @@ def test_validation_drops_a_region_that_fresh_draws_do_not_confirm():
     assert calls == [400, 100]  # the held-back fifth is spent on one fresh batch
     assert result.regions == []
     assert len(result.samples) == len(result.success) == 500
+
+
+def _search_then_fresh(fresh_failure_share: float):
+    """Fails in the planted box during the search; on the fresh draws, the first ``fresh_failure_share`` fail."""
+    calls = []
+
+    def policy(x: np.ndarray) -> np.ndarray:
+        calls.append(len(x))
+        if len(calls) == 1:
+            return ~((x[:, 0] <= 0.02) & (x[:, 1] >= 0.5))
+        ok = np.ones(len(x), dtype=bool)
+        ok[: int(fresh_failure_share * len(x))] = False  # spread over every region (draws alternate regions)
+        return ok
+
+    return policy
+
+
+def test_validation_keeps_a_region_whose_fresh_rate_is_below_the_threshold_only_within_noise():
+    # 45 of 100 fresh draws fail: below min_failure_rate 0.5, but its Wilson upper bound (0.55) reaches it
+    result = mine(_search_then_fresh(0.45), PARAMS, budget=500, rounds=1, validate=0.2)
+    assert result.regions
+    assert sum(r.samples for r in result.regions) == 100
+    assert sum(r.failure_rate * r.samples for r in result.regions) == pytest.approx(45)
+
+
+def test_validation_drops_a_region_whose_fresh_rate_is_confidently_below_the_threshold():
+    # 20 of 100 fresh draws fail: still far above the ~2% background, but the upper bound (0.29) is below 0.5
+    assert mine(_search_then_fresh(0.2), PARAMS, budget=500, rounds=1, validate=0.2).regions == []
 
 
 def test_validation_keeps_a_stable_region_with_its_fresh_rate():
