@@ -13,7 +13,7 @@ robotrl twin mine checkpoint=<run> budget=N [params=friction,max_curvature] [rou
 the policy over N scenarios (batched worlds), adaptive search for low-success regions, each tested against
 the failure rate of the uniform draws (``baseline=uniform``), of those in the ``reference`` box (the regime the
 policy was trained on: ``baseline=reference``) or of those outside it (``complement``); ``validate`` (0.2) holds
-that share of N back to re-test each region on fresh draws, dropping those that do not fail again; writes the
+that share of N back to re-test each region on fresh draws, dropping those the fresh draws contradict; writes the
 scenario file (regions with summaries; training picks its regions by ``weighting``, learnability or
 failure_rate) and <out>.samples.json (every scenario and its success).
 robotrl twin triage bags=<dir> policy=<export/policy.onnx|run dir> task=humanoid [robot=<profile>]
