@@ -9,6 +9,7 @@
     # mining options after the stage: planted mine baseline=reference min_leaf=16 (written to the section
     # planted_reference_leaf16; use a TWIN_PLANT_DIR of its own, with narrow/ and heldout.npz copied in);
     # validate=0.2 holds back that share of the budget to re-test each region (section ..._validate0.2)
+    # planted uniform_plain <options>: beside such a run, uniform draws with no re-test (the plain baseline)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
@@ -275,9 +276,13 @@ MINE_OPTIONS = {"baseline": "uniform", "min_leaf": 8}  # region test (robotrl.tw
 _OLD_MINE_OPTIONS = dict(MINE_OPTIONS)
 # what a stage writes (under PLANT_DIR, and its key in state.json), and what it makes stale when it runs again
 _PRODUCTS = {"train": ["narrow"], "mine": ["miner.yaml", "uniform.yaml", "miner_samples.npz", "uniform_samples.npz"],
-             "heldout": ["heldout.npz"], "retrain_mined": ["mined"], "retrain_control": ["control"], "eval": []}
-_STALE_AFTER = {"train": PLANT_STAGES[1:], "mine": ("retrain_mined", "eval"), "heldout": (),
-                "retrain_mined": (), "retrain_control": (), "eval": ()}  # a retrain drops its own eval keys
+             "heldout": ["heldout.npz"], "retrain_mined": ["mined"], "retrain_control": ["control"], "eval": [],
+             "uniform_plain": ["uniform_plain.yaml", "uniform_plain_samples.npz"]}
+_STALE_AFTER = {"train": (*PLANT_STAGES[1:], "uniform_plain"), "mine": ("retrain_mined", "eval"), "heldout": (),
+                "retrain_mined": (), "retrain_control": (), "eval": (),
+                "uniform_plain": ()}  # a retrain drops its own eval keys
+# uniform_plain (an extra stage, not in PLANT_STAGES): uniform draws over the whole budget, read off by the same
+# tree and region test with no fresh-draw re-test: the plain uniform-random baseline beside a validate=<share> run
 EVAL_POLICIES = ("narrow", "mined", "control")
 _RUN_STAGE = {"narrow": "train", "mined": "retrain_mined", "control": "retrain_control"}
 
@@ -397,6 +402,17 @@ def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
             np.savez(PLANT_DIR / f"{name}_samples.npz", x=res.samples, success=res.success)
         res_state["mine_options"] = dict(MINE_OPTIONS)
         state["mine"] = res_state
+    elif stage == "uniform_plain":
+        ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1)
+        res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=True, min_leaf=MINE_OPTIONS["min_leaf"],
+                   baseline=MINE_OPTIONS["baseline"], reference=TRAINED_REGIME, validate=0.0)
+        state["uniform_plain"] = {
+            "uniform_plain_failure_rate_in_samples": float(1 - res.success.mean()),
+            "uniform_plain_background_failure_rate": res.background,
+            "uniform_plain_regions": [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
+                                      for r in res.regions]}
+        ScenarioFile("driving", ev.params, res.regions, weighting=WEIGHTING).save(PLANT_DIR / "uniform_plain.yaml")
+        np.savez(PLANT_DIR / "uniform_plain_samples.npz", x=res.samples, success=res.success)
     elif stage == "heldout":
         # uniform over the space, labelled by the narrow policy: the empirical failure region
         ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=3)
@@ -459,7 +475,7 @@ def planted_rows(stages=PLANT_STAGES, train_s=480, extra_s=240, budget=512, n_he
         if _stage_done(stage, state, train_s, extra_s):
             print(f"stage {stage}: done (cached in {PLANT_DIR})", flush=True)
             continue
-        need = {"mine": ["train"], "heldout": ["train"], "retrain_mined": ["train", "mine"],
+        need = {"mine": ["train"], "heldout": ["train"], "retrain_mined": ["train", "mine"], "uniform_plain": ["train"],
                 "retrain_control": ["train"], "eval": ["mine"]}.get(stage, [])  # eval: the policies trained
         missing = [s for s in need if not _stage_done(s, state, train_s, extra_s)]
         if missing:
@@ -479,9 +495,11 @@ def planted_rows(stages=PLANT_STAGES, train_s=480, extra_s=240, budget=512, n_he
            "narrowed": "task.friction_range=[1.0,1.2] (effective road friction >= 1.0)",
            "planted_box": f"friction < {PLANTED_FRICTION}", "scenario_mix": SCENARIO_MIX,
            "scenario_weighting_train": WEIGHTING, "scenario_weighting_eval": "failure_rate"}
-    for stage in ("mine", "heldout", "eval"):
+    for stage in ("mine", "heldout", "eval", "uniform_plain"):
         out.update(state.get(stage, {}))
     files = {name: PLANT_DIR / f"{name}.yaml" for name in ("miner", "uniform")}
+    if _stage_done("uniform_plain", state, train_s, extra_s):
+        files["uniform_plain"] = PLANT_DIR / "uniform_plain.yaml"
     if _stage_done("heldout", state, train_s, extra_s) and _stage_done("mine", state, train_s, extra_s):
         data = np.load(PLANT_DIR / "heldout.npz")
         regions = {name: ScenarioFile.load(f).regions for name, f in files.items()}
