@@ -19,7 +19,8 @@ import sys
 import pytest
 
 
-# Pinned 2026-11-24 from the reference screen's first 550 iterations (lift rate 0.0008 -> 0.4827).
+# Pinned 2026-11-24 from the reference screen's first 550 iterations; run once after: passed in 557 s (idle
+# machine) with exactly its figures (549 rows, stage 2, lift reward 0.0594 -> 0.6084, lift rate 0.0008 -> 0.4827).
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # the 550 iterations alone can exceed pyproject's default --timeout=600
 def test_default_tool_use_run_reaches_the_goal_stage_and_its_lift_rate_rises(tmp_path):
