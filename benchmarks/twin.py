@@ -378,6 +378,20 @@ def heldout_metrics(x, fail, regions, params):
     return out
 
 
+def _mine_arm(ev, name, budget, uniform_only, validate):
+    """One mining arm on the narrow policy: writes ``<name>.yaml`` and ``<name>_samples.npz``, returns its figures."""
+    from robotrl.twin.scenarios import ScenarioFile
+
+    res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform_only, min_leaf=MINE_OPTIONS["min_leaf"],
+               baseline=MINE_OPTIONS["baseline"], reference=TRAINED_REGIME, validate=validate)
+    ScenarioFile("driving", ev.params, res.regions, weighting=WEIGHTING).save(PLANT_DIR / f"{name}.yaml")
+    np.savez(PLANT_DIR / f"{name}_samples.npz", x=res.samples, success=res.success)
+    return {f"{name}_failure_rate_in_samples": float(1 - res.success.mean()),
+            f"{name}_background_failure_rate": res.background,
+            f"{name}_regions": [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
+                                for r in res.regions]}
+
+
 def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
     from robotrl.twin.evaluate import ScenarioEvaluator
     from robotrl.twin.mine import _from_unit, inside_regions
@@ -389,30 +403,14 @@ def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
         _train(narrow, train_s)
     elif stage == "mine":
         ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1)
-        res_state = {}
-        for name, uniform in (("miner", False), ("uniform", True)):
-            res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform,
-                       min_leaf=MINE_OPTIONS["min_leaf"], baseline=MINE_OPTIONS["baseline"],
-                       reference=TRAINED_REGIME, validate=MINE_OPTIONS.get("validate", 0.0))
-            res_state[f"{name}_failure_rate_in_samples"] = float(1 - res.success.mean())
-            res_state[f"{name}_background_failure_rate"] = res.background
-            res_state[f"{name}_regions"] = [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
-                                            for r in res.regions]
-            ScenarioFile("driving", ev.params, res.regions, weighting=WEIGHTING).save(files[name])
-            np.savez(PLANT_DIR / f"{name}_samples.npz", x=res.samples, success=res.success)
+        validate = MINE_OPTIONS.get("validate", 0.0)
+        res_state = {**_mine_arm(ev, "miner", budget, False, validate),
+                     **_mine_arm(ev, "uniform", budget, True, validate)}
         res_state["mine_options"] = dict(MINE_OPTIONS)
         state["mine"] = res_state
     elif stage == "uniform_plain":
-        ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1)
-        res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=True, min_leaf=MINE_OPTIONS["min_leaf"],
-                   baseline=MINE_OPTIONS["baseline"], reference=TRAINED_REGIME, validate=0.0)
-        state["uniform_plain"] = {
-            "uniform_plain_failure_rate_in_samples": float(1 - res.success.mean()),
-            "uniform_plain_background_failure_rate": res.background,
-            "uniform_plain_regions": [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
-                                      for r in res.regions]}
-        ScenarioFile("driving", ev.params, res.regions, weighting=WEIGHTING).save(PLANT_DIR / "uniform_plain.yaml")
-        np.savez(PLANT_DIR / "uniform_plain_samples.npz", x=res.samples, success=res.success)
+        state["uniform_plain"] = _mine_arm(ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=1), "uniform_plain",
+                                           budget, True, 0.0)
     elif stage == "heldout":
         # uniform over the space, labelled by the narrow policy: the empirical failure region
         ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=3)
