@@ -8,11 +8,12 @@ from robotrl.tasks.base import TaskConfig
 
 
 def _default_scales() -> dict[str, float]:
-    """DexPBT-style weights (METHODS.md, SimToolReal); ``grasp`` and ``held_lift`` are robotrl's shaping, off here."""
+    """DexPBT-style weights (METHODS.md, SimToolReal); robotrl's shaping (grasp, held_lift, held_goal) is 0 here."""
     return {
         "fingertip_approach": 50.0,
         "grasp": 0.0,
         "held_lift": 0.0,
+        "held_goal": 0.0,
         "lift": 20.0,
         "lift_bonus": 300.0,
         "keypoint_progress": 200.0,
@@ -37,12 +38,17 @@ class ToolUseConfig(TaskConfig):
             control step at action 1 (arm targets are relative).
         hand_action_ema: smoothing of the absolute hand targets (1 = no smoothing).
         lift_height: m above the resting height that counts as lifted (one-off lift bonus).
+        held_goal_sigma: length scale (m) of the ``held_goal`` term's ``exp(-d / sigma)`` of the max
+            keypoint distance ``d`` to the goal.
         lift_hand_dist: mean fingertip distance (m) to the tool box under which a tool above
             ``lift_height`` counts as lifted (held, not knocked into the air).
         drop_height: m above rest below which a lifted tool counts as dropped (episode ends).
         success_steps: consecutive steps within tolerance that reach a goal.
         goal_pos_tol: position tolerance in m of the tool frame to its goal.
         goal_rot_tol: orientation tolerance in rad.
+        goal_pos_tol_start / goal_rot_tol_start: the tolerances at goal scale 0 (see ``goal_scale_init``);
+            they tighten linearly with the curriculum's goal scale to ``goal_pos_tol`` / ``goal_rot_tol``
+            at scale 1 (the full task, and every held-out split).
         max_goals: goals per episode after which the episode ends.
         goal_region_low / goal_region_high: world box for random goal positions (m).
         goal_rot_range: max rotation angle (rad) of a random goal away from the spawn orientation.
@@ -53,7 +59,11 @@ class ToolUseConfig(TaskConfig):
             held-out split, starts in the goal stage.
         curriculum_thresholds: success rates (reach rate, lift rate) that advance the stage.
         curriculum_ema: smoothing of the per-episode rates the curriculum watches.
-        curriculum_min_episodes: finished episodes a stage lasts at least.
+        curriculum_min_episodes: finished episodes a stage (and a goal scale) lasts at least.
+        goal_scale_init: in the goal stage of the curriculum, goals start this share of the way from
+            the lift goal to a random goal (position and rotation range; 1 = the full task at once).
+        goal_scale_step: the goal scale's increase each time the goal rate passes the threshold.
+        goal_scale_threshold: smoothed share of goal-stage episodes reaching a goal that widens the goals.
         lift_goal_height: m above spawn of the goal used in the reach and lift stages.
         reach_dist: distance (m) within which *every* fingertip must be of the tool box to count as reached.
         dr_dynamics: randomize tool mass, friction, actuator gains and joint damping.
@@ -82,10 +92,13 @@ class ToolUseConfig(TaskConfig):
     hand_action_ema: float = 0.5
     lift_height: float = 0.15
     lift_hand_dist: float = 0.05
+    held_goal_sigma: float = 0.3
     drop_height: float = 0.03
     success_steps: int = 10
     goal_pos_tol: float = 0.04
     goal_rot_tol: float = 0.4
+    goal_pos_tol_start: float = 0.1
+    goal_rot_tol_start: float = 3.1416
     max_goals: int = 50
     goal_region_low: list[float] = field(default_factory=lambda: [0.45, -0.2, 0.15])
     goal_region_high: list[float] = field(default_factory=lambda: [0.70, 0.2, 0.40])
@@ -96,6 +109,9 @@ class ToolUseConfig(TaskConfig):
     curriculum_thresholds: list[float] = field(default_factory=lambda: [0.5, 0.3])
     curriculum_ema: float = 0.02
     curriculum_min_episodes: int = 64
+    goal_scale_init: float = 0.1
+    goal_scale_step: float = 0.05
+    goal_scale_threshold: float = 0.2
     lift_goal_height: float = 0.2
     reach_dist: float = 0.02
     dr_dynamics: bool = True

@@ -2,17 +2,21 @@
 
 Each world holds one tool from the pool of ``cfg.split`` (per-world model fields), a
 16-joint hand on a KUKA iiwa (or a floating wrist) and a goal pose. Reaching a goal means
-``success_steps`` consecutive steps within ``goal_pos_tol`` / ``goal_rot_tol``; then a new
+``success_steps`` consecutive steps within ``goal_pos_tol`` / ``goal_rot_tol`` (looser on the
+training split while the curriculum's ``goal_scale`` is below 1); then a new
 goal is drawn, up to ``max_goals`` per episode.
 
 Reward terms (unscaled; weights in ``reward_scales``, DexPBT-style):
 ``fingertip_approach`` improvement of each fingertip's closest distance to the tool box,
 until lifted; ``grasp`` 1 per step while the thumb opposes a finger across the tool, until lifted;
 ``lift`` tool height above rest (clipped at ``lift_height``), until lifted; ``held_lift`` the same
-height paid only while the fingertips hold the tool (mean distance < ``lift_hand_dist``), so tilting or
-knocking a tool up earns nothing;
+clipped height paid while the fingertips hold the tool (mean distance < ``lift_hand_dist``), before and
+after the lift, so tilting or knocking a tool up earns nothing and holding it just below ``lift_height``
+earns no more than lifting it;
 ``lift_bonus`` 1 on the step the tool first rises ``lift_height`` with the hand around it;
 ``keypoint_progress`` improvement of the best-so-far max keypoint distance to the goal, after the lift;
+``held_goal`` ``exp(-d / held_goal_sigma)`` of that distance ``d`` per step while a lifted tool is held
+(robotrl's shaping, like ``grasp`` and ``held_lift``: a held tool pays more the nearer its goal);
 ``goal_bonus`` 1 on each goal reached; ``joint_vel`` ``-sum(qvel^2)`` of the robot.
 
 Data flow within a control step: ``update(gen)`` measures the step once into
@@ -24,7 +28,8 @@ the lift and goal events) and advances the episode state (best-so-far distances,
 
 Curriculum (``cfg.curriculum``, see ``curriculum.py``), stage logged as the episode metric
 ``curriculum_stage``: 0 ``reach`` (small spawn area, lift goals), 1 ``lift`` (full spawn area,
-lift goals straight above the spawn point), 2 ``goal`` (random 6-DoF goals). A stage advances
+lift goals straight above the spawn point), 2 ``goal`` (random 6-DoF goals, first near the lift goal and
+widened by the curriculum's ``goal_scale``, logged as ``goal_scale``). A stage advances
 when the smoothed rate of its skill (fingertips reached the tool; tool lifted) passes its
 threshold. Only ``split=train`` uses the curriculum; ``heldout`` and ``heldout_family`` start in
 the goal stage. The stage goes through ``state_dict``/``load_state_dict``; a loaded stage
@@ -71,6 +76,7 @@ class StepMeasures:
         newly_lifted: ``(N,)`` bool, the tool first counted as lifted in this step.
         keypoint_gain: ``(N,)`` improvement of the best-so-far max keypoint distance to the goal (m);
             0 before the lift.
+        goal_dist: ``(N,)`` max keypoint distance to the goal (m) in this step, before any goal switch.
         goal_reached: ``(N,)`` bool, a goal was reached in this step (and a new one drawn).
 
     """
@@ -81,6 +87,7 @@ class StepMeasures:
     height: torch.Tensor
     newly_lifted: torch.Tensor
     keypoint_gain: torch.Tensor
+    goal_dist: torch.Tensor
     goal_reached: torch.Tensor
 
     @classmethod
@@ -88,7 +95,7 @@ class StepMeasures:
         """Measures of a step in which nothing happened (before the first ``update``)."""
         f, b = torch.zeros(n, device=device), torch.zeros(n, dtype=torch.bool, device=device)
         return cls(tip_gain=f, grasp=f.clone(), held=b.clone(), height=f.clone(), newly_lifted=b,
-                   keypoint_gain=f.clone(), goal_reached=b.clone())
+                   keypoint_gain=f.clone(), goal_dist=f.clone(), goal_reached=b.clone())
 
 
 def _look_at(pos: list[float], target: list[float]) -> list[float]:
@@ -253,10 +260,10 @@ class ToolUseTask(Task):
         return self.curriculum.state_dict()
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        """Restore the curriculum; a changed stage redraws every goal in flight at the next ``update``."""
-        before = self.curriculum.stage
+        """Restore the curriculum; a changed stage or goal scale redraws every goal in flight at the next ``update``."""
+        before = (self.curriculum.stage, self.curriculum.goal_scale)
         self.curriculum.load_state_dict(state)
-        self._goal_stale |= self.curriculum.stage != before
+        self._goal_stale |= (self.curriculum.stage, self.curriculum.goal_scale) != before
 
     # --- lifecycle -------------------------------------------------------------------
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
@@ -282,7 +289,7 @@ class ToolUseTask(Task):
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """New tool, tool pose on the table, robot at home, new goal; advance the curriculum."""
         done = ids[self.steps[ids] > 0]
-        self.curriculum.record(self.reached[done], self.lifted[done])
+        self.curriculum.record(self.reached[done], self.lifted[done], self.goals_reached[done] > 0)
         k, c, dev = ids.numel(), self.cfg, self.device
         self.tool_id[ids] = torch.randint(0, len(self.pool), (k,), generator=gen, device=dev)
         self._write_tool(ids)
@@ -350,7 +357,7 @@ class ToolUseTask(Task):
                                                self.cfg.keypoint_min_half)
 
     def _new_goal(self, ids: torch.Tensor, gen: torch.Generator) -> None:
-        """Goals: above the spawn point (reach/lift stages) or random 6-DoF poses (goal stage)."""
+        """Goals: above the spawn point (reach/lift stages) or random 6-DoF poses (goal stage, ``goal_scale``)."""
         k, c, dev = ids.numel(), self.cfg, self.device
         if self.stage < GOAL_STAGE:
             h = c.lift_goal_height
@@ -361,10 +368,15 @@ class ToolUseTask(Task):
         else:
             low = torch.tensor(c.goal_region_low, device=dev)
             high = torch.tensor(c.goal_region_high, device=dev)
-            self.goal_pos[ids] = low + (high - low) * torch.rand(k, 3, generator=gen, device=dev)
+            pos = low + (high - low) * torch.rand(k, 3, generator=gen, device=dev)
+            scale = self.curriculum.goal_scale
+            if scale < 1.0:  # part of the way from the lift goal (straight above the spawn point)
+                anchor = self.spawn_pos[ids] + torch.tensor([0.0, 0.0, c.lift_goal_height], device=dev)
+                pos = anchor + scale * (pos - anchor)
+            self.goal_pos[ids] = pos
             axis = random_quat(k, gen, dev)[:, 1:]
             axis = axis / axis.norm(dim=1, keepdim=True).clamp(min=1e-6)
-            angle = uniform(0.0, c.goal_rot_range, (k,), gen, dev)
+            angle = uniform(0.0, scale * c.goal_rot_range, (k,), gen, dev)
             self.goal_quat[ids] = quat_mul(quat_from_axis_angle(axis, angle), self.spawn_quat[ids])
         self.mocap_pos[ids, 0] = self.goal_pos[ids].to(self.mocap_pos.dtype)
         self.mocap_quat[ids, 0] = self.goal_quat[ids].to(self.mocap_quat.dtype)
@@ -419,7 +431,8 @@ class ToolUseTask(Task):
         self.best_kp = torch.where(newly_lifted, kp_dist, self.best_kp)
         keypoint_gain, self.best_kp = R.keypoint_progress(self.best_kp, kp_dist, self.lifted)
         pos_err, rot_err = self.goal_errors()
-        near = (pos_err < c.goal_pos_tol) & (rot_err < c.goal_rot_tol)
+        pos_tol, rot_tol = self.curriculum.goal_tolerances()
+        near = (pos_err < pos_tol) & (rot_err < rot_tol)
         self.near_steps = torch.where(near, self.near_steps + 1, torch.zeros_like(self.near_steps))
         goal_reached = self.near_steps >= c.success_steps
         self.goals_reached += goal_reached.long()
@@ -431,7 +444,7 @@ class ToolUseTask(Task):
         pos = self._tool_pose()[:, :3]
         self.fell = (pos[:, 2] < -0.05) | ((pos[:, :2] - self.spawn_pos[:, :2]).norm(dim=1) > 0.6)
         self.step_measures = StepMeasures(tip_gain=tip_gain, grasp=grasp, held=held, height=height,
-                                          newly_lifted=newly_lifted, keypoint_gain=keypoint_gain,
+                                          newly_lifted=newly_lifted, keypoint_gain=keypoint_gain, goal_dist=kp_dist,
                                           goal_reached=goal_reached)
         self._kick(gen)
         self._push_pose(gen)
@@ -535,9 +548,12 @@ class ToolUseTask(Task):
             "fingertip_approach": m.tip_gain,
             "grasp": m.grasp,
             "lift": R.lift(m.height, self.lifted & ~m.newly_lifted, c.lift_height),
-            "held_lift": R.lift(m.height, self.lifted & ~m.newly_lifted, c.lift_height) * m.held.float(),
+            # before *and* after the lift: a term that stopped at the lift paid most for hovering just below it
+            "held_lift": m.height.clamp(min=0.0, max=c.lift_height) * m.held.float(),
             "lift_bonus": m.newly_lifted.float(),
             "keypoint_progress": m.keypoint_gain,
+            # per step while a lifted tool is held: 1 at the goal, exp(-d / held_goal_sigma) at d from it
+            "held_goal": torch.exp(m.goal_dist / -c.held_goal_sigma) * (self.lifted & m.held).float(),
             "goal_bonus": m.goal_reached.float(),
             "joint_vel": R.joint_velocity_penalty(self.qvel[:, self._dadr].float()),
         }
@@ -551,11 +567,12 @@ class ToolUseTask(Task):
         return self.goals_reached > 0
 
     def episode_metrics(self) -> dict[str, torch.Tensor]:
-        """Goals reached, drop, lift and reach flags, and the curriculum stage."""
+        """Goals reached, drop, lift and reach flags, the curriculum stage and goal scale, goal errors."""
         pos_err, rot_err = self.goal_errors()
         return {"goals_reached": self.goals_reached.float(), "dropped": self.dropped.float(),
                 "lifted": self.lifted.float(), "reached": self.reached.float(),
                 "curriculum_stage": torch.full((self.num_envs,), float(self.stage), device=self.device),
+                "goal_scale": torch.full((self.num_envs,), self.curriculum.goal_scale, device=self.device),
                 "goal_pos_err": pos_err, "goal_rot_err": rot_err}
 
     def trace(self) -> dict[str, torch.Tensor]:

@@ -104,6 +104,19 @@ def test_held_lift_pays_the_height_of_a_held_tool():
     assert torch.allclose(info["reward_terms"]["held_lift"], torch.full((4,), 0.15))
 
 
+def test_held_lift_keeps_paying_the_clipped_height_after_the_lift_while_lift_stops():
+    scales = {**ToolUseConfig().reward_scales, "lift": 1.0, "held_lift": 1.0}
+    env, task = _tool_in_the_air(lift_hand_dist=10.0, reward_scales=scales)
+    env.step(hold_action(task))  # lifted in this step
+    assert task.lifted.all()
+    _, _, _, _, info = env.step(hold_action(task))
+    height = task.step_measures.height
+    assert (height > 0.15).all()  # still above the lift height, falling freely
+    assert (info["reward_terms"]["lift"] == 0).all()  # the DexPBT term stops at the lift
+    # holding the tool past the lift earns as much as holding it just below: no reward for hovering there
+    assert torch.allclose(info["reward_terms"]["held_lift"], torch.full((4,), 0.15))
+
+
 def test_lift_bonus_then_drop_terminates():
     env, task = _tool_in_the_air(lift_hand_dist=10.0)  # count any tool high enough as lifted
     _, _, term, _, info = env.step(hold_action(task))
