@@ -73,7 +73,10 @@ def summarize_run(run_dir: str, prefix: str = "cpu_train") -> dict[str, float]:
                              f"{prefix}_curriculum_stage_final_index": rows[-1]["episode/curriculum_stage"]}
     for key, name in (("episode/return", "return"), ("episode/reached", "reach_rate"),
                       ("episode/lifted", "lift_rate"), ("episode/reward/lift", "lift_reward"),
-                      ("episode/goals_reached", "goals_per_episode")):
+                      ("episode/goals_reached", "goals_per_episode"), ("episode/success", "goal_episode_rate"),
+                      ("episode/goal_scale", "goal_scale")):
+        if key not in rows[-1]:  # goal_scale: runs from before the goal-scale curriculum (session 26)
+            continue
         first = sum(r[key] for r in rows[:fifth]) / fifth
         last = sum(r[key] for r in rows[-fifth:]) / fifth
         out[f"{prefix}_{name}_first_fifth_mean"] = round(first, 4)
@@ -83,11 +86,43 @@ def summarize_run(run_dir: str, prefix: str = "cpu_train") -> dict[str, float]:
         with open(eval_path) as f:
             ev = json.load(f)
         episodes = int(ev["episodes"])
-        for key in ("return", "success", "lifted", "reached", "goals_reached"):
+        for key in ("return", "success", "lifted", "reached", "goals_reached", "dropped"):
             out[f"{prefix}_final_eval_{key}_{episodes}_episodes"] = round(float(ev[key]), 4)
     stage_rows = [r for r in rows if r["episode/curriculum_stage"] >= 1.0]
     out[f"{prefix}_lift_stage_reached_at_s"] = round(stage_rows[0]["time_s"], 1) if stage_rows else -1.0
+    goal_rows = [r for r in rows if r["episode/curriculum_stage"] >= 2.0]
+    out[f"{prefix}_goal_stage_reached_at_s"] = round(goal_rows[0]["time_s"], 1) if goal_rows else -1.0
+    if "episode/goal_scale" in rows[-1]:
+        out[f"{prefix}_goal_scale_final"] = round(rows[-1]["episode/goal_scale"], 4)
     return out
+
+
+def plot_run(run_dir: str, path: str) -> None:
+    """Lift rate, reach rate, goals per episode and goal scale of a tool_use run against env steps, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        rows = [r for r in (json.loads(line) for line in f if line.strip()) if "episode/lifted" in r]
+    steps = [r["env_steps"] / 1e6 for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    for key, label in (("episode/reached", "reach rate"), ("episode/lifted", "lift rate"),
+                       ("episode/success", "episodes with a goal")):
+        axes[0].plot(steps, [r[key] for r in rows], label=label)
+    axes[1].plot(steps, [r["episode/goals_reached"] for r in rows], label="goals per episode")
+    if "episode/goal_scale" in rows[-1]:
+        axes[1].plot(steps, [r.get("episode/goal_scale", float("nan")) for r in rows], label="goal scale")
+    axes[1].plot(steps, [r["episode/curriculum_stage"] / 2 for r in rows], "--", label="curriculum stage / 2")
+    for ax in axes:
+        ax.set_xlabel("env steps (M)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"robotrl train task=tool_use: {os.path.basename(os.path.normpath(run_dir))}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 def main() -> None:
@@ -100,6 +135,7 @@ def main() -> None:
     p.add_argument("--out", default=RESULTS)
     p.add_argument("--train-run", default="", help="run dir of a tool_use training run to summarize")
     p.add_argument("--train-note", default="", help="how that run was made (command line), stored beside it")
+    p.add_argument("--train-plot", default="", help="also save that run's lift/goal curves as this PNG")
     p.add_argument("--train-prefix", default="cpu_train", help="key prefix of the run's figures (a screen's own name)")
     args = p.parse_args()
     torch.set_num_threads(args.torch_threads)
@@ -121,6 +157,9 @@ def main() -> None:
             print(f"{key:<48} {value}")
         results.update(learning)
         results[f"{args.train_prefix}_command"] = args.train_note or f"(run dir {args.train_run})"
+        if args.train_plot:
+            plot_run(args.train_run, args.train_plot)
+            print(f"wrote {args.train_plot}")
     load1 = os.getloadavg()[0]
     if args.train_run:
         results[f"{args.train_prefix}_summarized_date_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
