@@ -31,6 +31,13 @@ STAGES = ("reach", "lift", "goal")
 GOAL_STAGE = len(STAGES) - 1
 
 
+def _ema(rate, values, alpha: float):  # noqa: ANN001, ANN202 (a float or a tensor of rates)
+    """``rate`` after folding in ``values`` one by one: ``rate = (1 - alpha) * rate + alpha * value``."""
+    for value in values:
+        rate = (1 - alpha) * rate + alpha * value
+    return rate
+
+
 class Curriculum:
     """Stage index into ``STAGES`` plus the ``(reach, lift)`` success rates smoothed over episodes.
 
@@ -67,9 +74,7 @@ class Curriculum:
         if self.stage >= GOAL_STAGE:
             return succeeded is not None and self._record_goals(succeeded)
         outcome = torch.stack([reached.float(), lifted.float()])  # (2, k)
-        alpha = self.cfg.curriculum_ema
-        for value in outcome.unbind(1):
-            self.rates = (1 - alpha) * self.rates + alpha * value
+        self.rates = _ema(self.rates, outcome.unbind(1), self.cfg.curriculum_ema)
         self.stage_episodes += int(reached.numel())
         if (self.stage_episodes < self.cfg.curriculum_min_episodes
                 or float(self.rates[self.stage]) < self.cfg.curriculum_thresholds[self.stage]):
@@ -94,9 +99,7 @@ class Curriculum:
         """Goal-stage episodes ``(k,)`` bool (a goal reached): widen the goals when their rate passes the threshold."""
         if self.goal_scale >= 1.0:
             return False
-        alpha = self.cfg.curriculum_ema
-        for value in succeeded.float().tolist():
-            self.goal_rate = (1 - alpha) * self.goal_rate + alpha * value
+        self.goal_rate = _ema(self.goal_rate, succeeded.float().tolist(), self.cfg.curriculum_ema)
         self.stage_episodes += int(succeeded.numel())
         if self.stage_episodes < self.cfg.curriculum_min_episodes or self.goal_rate < self.cfg.goal_scale_threshold:
             return False

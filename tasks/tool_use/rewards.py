@@ -99,6 +99,19 @@ def lift(height: torch.Tensor, lifted: torch.Tensor, lift_height: float) -> torc
     return height.clamp(min=0.0, max=lift_height) * (~lifted).float()
 
 
+def held_lift(height: torch.Tensor, held: torch.Tensor, lift_height: float) -> torch.Tensor:
+    """Height of a held tool above rest, clipped to ``[0, lift_height]``, before and after the lift.
+
+    Not stopped at the lift (unlike ``lift``): a term that stopped there paid most for hovering just below it.
+    """
+    return height.clamp(min=0.0, max=lift_height) * held.float()
+
+
+def held_goal(dist: torch.Tensor, holding: torch.Tensor, sigma: float) -> torch.Tensor:
+    """``exp(-dist / sigma)`` ``(N,)`` of the max keypoint distance to the goal where ``holding``, else 0."""
+    return torch.exp(dist / -sigma) * holding.float()
+
+
 def keypoint_progress(
     best: torch.Tensor, dist: torch.Tensor, lifted: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -548,12 +548,10 @@ class ToolUseTask(Task):
             "fingertip_approach": m.tip_gain,
             "grasp": m.grasp,
             "lift": R.lift(m.height, self.lifted & ~m.newly_lifted, c.lift_height),
-            # before *and* after the lift: a term that stopped at the lift paid most for hovering just below it
-            "held_lift": m.height.clamp(min=0.0, max=c.lift_height) * m.held.float(),
+            "held_lift": R.held_lift(m.height, m.held, c.lift_height),
             "lift_bonus": m.newly_lifted.float(),
             "keypoint_progress": m.keypoint_gain,
-            # per step while a lifted tool is held: 1 at the goal, exp(-d / held_goal_sigma) at d from it
-            "held_goal": torch.exp(m.goal_dist / -c.held_goal_sigma) * (self.lifted & m.held).float(),
+            "held_goal": R.held_goal(m.goal_dist, self.lifted & m.held, c.held_goal_sigma),
             "goal_bonus": m.goal_reached.float(),
             "joint_vel": R.joint_velocity_penalty(self.qvel[:, self._dadr].float()),
         }

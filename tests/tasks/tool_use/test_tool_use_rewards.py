@@ -101,3 +101,18 @@ def test_grasp_pays_for_thumb_opposing_a_finger_across_the_tool_only():
     active = torch.tensor([True, True, True, True])
     assert R.grasp(tips, dist, pos, quat, center, half, 0.01, active).tolist() == [1.0, 0.0, 1.0, 0.0]
     assert R.grasp(tips, dist, pos, quat, center, half, 0.01, ~active).tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_held_lift_pays_clipped_height_of_held_tools_whether_lifted_or_not():
+    height = torch.tensor([-0.02, 0.05, 0.15, 0.40, 0.10])
+    held = torch.tensor([True, True, True, True, False])
+    term = R.held_lift(height, held, lift_height=0.15)
+    torch.testing.assert_close(term, torch.tensor([0.0, 0.05, 0.15, 0.15, 0.0]))
+
+
+def test_held_goal_is_exp_of_minus_distance_over_sigma_where_held():
+    dist = torch.tensor([0.0, 0.3, 0.6, 0.0])
+    holding = torch.tensor([True, True, True, False])
+    term = R.held_goal(dist, holding, sigma=0.3)
+    # exp(0) = 1, exp(-1) = 0.367879, exp(-2) = 0.135335, not holding = 0
+    torch.testing.assert_close(term, torch.tensor([1.0, 0.367879, 0.135335, 0.0]), atol=1e-6, rtol=0)
