@@ -61,6 +61,7 @@ from robotrl.runners.evaluate import run_episodes  # noqa: E402
 
 EVAL_SEED = 12345
 Curve = list[tuple[float, int, float]]  # (wall_s, env_steps, mean training return)
+METRIC_NAMES = {"forward_vel": "forward_vel_mps", "success": "success_rate"}  # JSON names of episode metrics
 
 
 def first_episodes(cfg: Any, policy: Any, episodes: int) -> dict[str, float]:
@@ -72,8 +73,10 @@ def first_episodes(cfg: Any, policy: Any, episodes: int) -> dict[str, float]:
     stats = run_episodes(env, policy, episodes, deterministic=True)
     env.close()
     out = {"return": stats["return"], "episode_length_steps": stats["length"], "episodes_count": int(stats["episodes"])}
-    if "forward_vel" in stats:  # humanoid: episode-mean forward speed
-        out["forward_vel_mps"] = stats["forward_vel"]
+    # the task's success and episode metrics (humanoid: episode-mean forward speed; tool_use: reach, lift, goals)
+    for key, value in stats.items():
+        if key not in ("return", "length", "episodes") and not key.startswith("reward/"):
+            out[METRIC_NAMES.get(key, key)] = value
     return out
 
 
