@@ -3,6 +3,7 @@ DDS peers."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -181,6 +182,13 @@ class DdsRobotPeer:
             for t, c in self.sub_cmd.take():
                 self.commands.append((t, list(getattr(c, "data", None) or c.points[0].positions)))
             time.sleep(0.001)
+
+    @contextlib.contextmanager
+    def stalled(self):
+        """Stall the robot side while the block runs, as a loaded machine does: the publishing thread
+        stops after its next joint-state message, before that period's IMU and odometry."""
+        with self._lock:
+            yield
 
     def inject(self, msg: object) -> None:
         """Publish ``msg`` on /joint_states at the next period."""

@@ -84,20 +84,49 @@ def running_for(periods: int, since: dict):
     return lambda v: int(v["ticks"]) >= int(since["ticks"]) + periods
 
 
-def test_stale_joint_states_hold_within_four_periods(rig):
+def faults_of(values: dict) -> set[str]:
+    return {f for f in values.get("faults", "").split(",") if f}
+
+
+@pytest.mark.parametrize("peer_stall", [False, True], ids=["cut", "cut-during-peer-stall"])
+def test_stale_joint_states_hold_within_four_periods(rig, peer_stall):
     robot, proc = rig()
-    policy = robot.wait_for(in_policy)
-    robot.wait_for(running_for(10, policy), after=policy)
-    robot.send_js = False
-    hold = robot.wait_for(lambda v: v.get("mode") == "HOLD")
-    assert "stale:joint_states" in hold["faults"]
-    # stale at an input age above 3 periods; the node acts at its next tick: at most 4 of its periods
+    clean = robot.wait_for(in_policy)
+    for _ in range(3):  # 10 periods in POLICY with no fault (a stalled robot peer re-arms and tries again)
+        policy = clean
+        clean = robot.wait_for(running_for(10, policy), after=policy)
+        if clean["mode"] == "POLICY" and not faults_of(clean):
+            break
+        robot.arm()
+        clean = robot.wait_for(lambda v: v.get("mode") == "POLICY" and "rearm" in v.get("events", ""), after=clean)
+    assert clean["mode"] == "POLICY" and not faults_of(clean), clean
+    if peer_stall:  # the robot side stalls for ~7 periods as the joint states are cut
+        with robot.stalled():
+            time.sleep(0.1)
+            robot.send_js = False
+    else:
+        robot.send_js = False
+    # The first status naming the fault is the tick it latched (a new fault publishes a status at once).
+    hold = robot.wait_for(lambda v: "stale:joint_states" in faults_of(v), after=clean)
+    # Stale at an input age above 3 periods; the node acts at its next tick: at most 4 of its periods.
+    # (This holds whatever else went stale: the watchdog checks every input every tick.)
     assert periods_since(hold, "joint_states") <= 4, hold
+    # Only the cut input goes stale, unless the robot peer itself (a thread of this test process)
+    # stalls for more than 3 periods on a loaded machine: then its other inputs go stale too, which
+    # is correct behaviour and not what this test is about, so only stale: faults are tolerated.
+    assert all(f.startswith("stale:") for f in faults_of(hold)), hold
+    if peer_stall:  # IMU and odometry stopped a period before the joint states: the node named them first
+        assert {"stale:imu", "stale:odom"} <= faults_of(hold), hold
+    # HOLD; DAMP only if such a stall left another input stale for over 25 periods
+    assert hold["mode"] == "HOLD" or (hold["mode"] == "DAMP" and faults_of(hold) != {"stale:joint_states"}), hold
     robot.send_js = True
     accepted = int(hold["accepted/joint_states"])
-    fresh = robot.wait_for(lambda v: int(v["accepted/joint_states"]) >= accepted + 20, after=hold)
-    assert periods_since(fresh, "joint_states") <= 3  # inputs are fresh again ...
-    assert all(v["mode"] == "HOLD" for v in robot.statuses_between(hold, fresh))  # ... and HOLD stays latched
+    # wait until the joint states are accepted again, and fresh at a status ...
+    fresh = robot.wait_for(lambda v: int(v["accepted/joint_states"]) >= accepted + 20
+                           and periods_since(v, "joint_states") <= 3, after=hold)
+    # ... and the fault stayed latched all along: no command from the policy before an explicit re-arm
+    assert all(v["mode"] in ("HOLD", "DAMP") and "stale:joint_states" in faults_of(v)
+               for v in robot.statuses_between(hold, fresh))
     robot.arm()
     robot.wait_for(lambda v: v.get("mode") == "POLICY" and "rearm" in v.get("events", ""), after=fresh)
     assert proc.poll() is None
