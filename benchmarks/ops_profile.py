@@ -17,7 +17,10 @@ and a fixed seed, and counts:
 Both are per env step (all worlds), as the mean over ``--steps`` steps (autoresets included)
 and for a step without an autoreset (the fewest in the run). The time the step spends outside
 ``sim.step`` (torch and Python work, microseconds per step) is printed for reference only: it
-depends on the load. Results are merged into ``benchmarks/results/throughput.json`` under
+depends on the load. So does ``observe_reward_after_physics_us`` against ``observe_reward_again_us``:
+the task's observation and reward ops timed right after ``sim.step`` and then at once again on
+the same state, which shows what the physics' cache footprint adds to each op.
+Results are merged into ``benchmarks/results/throughput.json`` under
 ``ops_<label>_*`` keys (``--label before|after``; the file's other keys are kept), so a
 before/after pair sits side by side. ``ops_before_*`` was measured at commit 7e1ea4d, whose
 gym-matched env still had the task's fall heights (0.8, 2.1): falls, and so autoresets, are
@@ -110,8 +113,34 @@ def profile_env(cfg: Any, steps: int) -> dict[str, float]:
     wall = time.perf_counter() - start
     figures["non_physics_us_per_step"] = 1e6 * (wall - sim_time[0]) / steps
     figures["physics_us_per_step"] = 1e6 * sim_time[0] / steps
+    figures.update(after_physics_cost(cfg, steps))
     print("most dispatched ops:", ", ".join(f"{k} {v / steps:.1f}" for k, v in top))
     return figures
+
+
+def after_physics_cost(cfg: Any, steps: int) -> dict[str, float]:
+    """Microseconds of the task's ``observe`` + ``reward_terms`` right after physics, and at once again.
+
+    Both passes do the same ops on the same state (neither changes it), so the difference is
+    what running after ``sim.step`` costs: MuJoCo's step leaves the core's caches and branch
+    predictors full of its own work, and every torch op that follows pays for that.
+    """
+    env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
+    env.reset()
+    task, passes = env.task, [0.0, 0.0]
+    for i, action in enumerate(_actions(env, steps)):
+        if i % 50 == 0:
+            env.reset()  # fallen bodies cost the physics less: keep the state like a training run's
+        task.apply_action(action)
+        env.sim.step(cfg.task.frame_skip)
+        task.update(env.gen)
+        for k in range(2):
+            start = time.perf_counter()
+            task.observe()
+            task.reward_terms(action)
+            passes[k] += time.perf_counter() - start
+    return {"observe_reward_after_physics_us": 1e6 * passes[0] / steps,
+            "observe_reward_again_us": 1e6 * passes[1] / steps}
 
 
 def merge_keys(path: Path, figures: dict[str, Any]) -> Path:
