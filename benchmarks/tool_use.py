@@ -26,6 +26,7 @@ import torch
 from robotrl.tasks.tool_use.config import ToolUseConfig
 
 from robotrl.envs.task_env import TaskEnv
+from robotrl.monitoring import read_metrics
 from robotrl.sim.backend import SimConfig
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "tool_use.json")
@@ -62,9 +63,7 @@ def summarize_run(run_dir: str, prefix: str = "cpu_train") -> dict[str, float]:
 
     Keys start with ``prefix`` (``cpu_train`` for the README main job; a screen of overrides gets its own).
     """
-    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    rows = [r for r in rows if "episode/return" in r]
+    rows = [r for r in read_metrics(run_dir) if "episode/return" in r]
     if len(rows) < 5:
         raise ValueError(f"{run_dir} has {len(rows)} iterations with finished episodes; need at least 5.")
     fifth = max(1, len(rows) // 5)
@@ -104,8 +103,7 @@ def plot_run(run_dir: str, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
-        rows = [r for r in (json.loads(line) for line in f if line.strip()) if "episode/lifted" in r]
+    rows = [r for r in read_metrics(run_dir) if "episode/lifted" in r]
     steps = [r["env_steps"] / 1e6 for r in rows]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
     for key, label in (("episode/reached", "reach rate"), ("episode/lifted", "lift rate"),
