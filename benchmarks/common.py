@@ -132,7 +132,7 @@ def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
     orthogonal initialization is on exactly when ``cfg.policy.init`` is ``orthogonal``.
     What cannot be matched is listed in ``SB3_DIFFERENCES``; SB3 has no Beta policy, so a config
     with ``policy.distribution=beta`` (driving's) gets SB3's Gaussian (see ``sb3_distribution``).
-    The caller sets torch's thread count.
+    The caller sets torch's thread count (``sb3_budget`` switches it between collection and update).
     """
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
@@ -167,15 +167,24 @@ def sb3_distribution(cfg: Any) -> str:
     return cfg.policy.distribution
 
 
-def sb3_budget(seconds: float) -> Any:
-    """SB3 callback: stop at the first rollout that *starts* after ``seconds`` of training.
+def sb3_budget(cfg: Any) -> Any:
+    """SB3 callback: stop at the first rollout that *starts* after ``cfg.max_time_s`` of training.
 
     That is robotrl's ``max_time_s`` rule (an iteration is finished, then the budget is checked),
     so neither learner gets a partial last update. It also keeps a learning curve: after each
     update, ``(wall_s, env_steps, mean return of the last 100 finished episodes)``, the point
     and window robotrl's runner logs as ``time_s``, ``env_steps`` and ``episode/return``.
+    Its torch threads follow robotrl's runner too: ``cfg.torch_threads`` while collecting and
+    ``cfg.update_threads`` (resolved the same way) while training on a rollout.
     """
+    import torch
     from stable_baselines3.common.callbacks import BaseCallback
+
+    from robotrl.runners.base import resolve_update_threads
+
+    seconds = cfg.max_time_s
+    collect_threads = cfg.torch_threads if cfg.torch_threads > 0 else torch.get_num_threads()
+    update_threads = resolve_update_threads(getattr(cfg, "update_threads", 0))
 
     class Budget(BaseCallback):
         def __init__(self) -> None:
@@ -189,12 +198,16 @@ def sb3_budget(seconds: float) -> Any:
             self.start = time.perf_counter()
 
         def _on_rollout_start(self) -> None:  # the previous rollout has been trained on
+            torch.set_num_threads(collect_threads)
             wall = time.perf_counter() - self.start
             self.over = wall >= seconds
             self.trained_steps = self.model.num_timesteps
             buf = self.model.ep_info_buffer
             if buf:
                 self.curve.append((wall, self.trained_steps, sum(ep["r"] for ep in buf) / len(buf)))
+
+        def _on_rollout_end(self) -> None:  # SB3 trains on the rollout next
+            torch.set_num_threads(update_threads)
 
         def _on_step(self) -> bool:
             return not self.over

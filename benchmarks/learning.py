@@ -121,7 +121,7 @@ def train_sb3(cfg: Any, episodes: int) -> tuple[dict[str, float], Curve]:
     torch.set_num_threads(cfg.torch_threads)  # what robotrl's runner sets
     model, venv = sb3_ppo(cfg, make_sb3_vec_env(TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)))
     untrained = first_episodes(cfg, SB3Deterministic(model, venv), episodes)
-    budget = sb3_budget(cfg.max_time_s)
+    budget = sb3_budget(cfg)
     start = time.perf_counter()
     model.learn(total_timesteps=10**12, callback=budget)
     wall = time.perf_counter() - start

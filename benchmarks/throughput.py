@@ -221,7 +221,7 @@ def robotrl_ppo(cfg: Any, config_yaml: str) -> float:
 def sb3_ppo_rate(cfg: Any, venv: Any) -> float:
     """SB3 PPO with ``cfg``'s settings on ``venv`` for ``cfg.max_time_s``; trained env steps per second."""
     model, _ = sb3_ppo(cfg, venv)
-    budget = sb3_budget(cfg.max_time_s)
+    budget = sb3_budget(cfg)
     start = time.perf_counter()
     model.learn(total_timesteps=10**12, callback=budget)
     return budget.trained_steps / (time.perf_counter() - start)

@@ -179,7 +179,7 @@ def main() -> None:
     merged.update(results)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump(merged, f, indent=2, sort_keys=True)
+        f.write(json.dumps(merged, indent=2, sort_keys=True) + "\n")
     print(f"wrote {args.out} (1-min load average {load1:.2f}: other jobs on the machine slow these figures)")
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 import abc
 import hashlib
 import logging
+import os
 import time
 from collections import defaultdict, deque
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,23 @@ log = logging.getLogger(__name__)
 def config_hash(config_yaml: str) -> str:
     """Short sha256 of the resolved training config."""
     return hashlib.sha256(config_yaml.encode()).hexdigest()[:16]
+
+
+def resolve_update_threads(requested: int) -> int:
+    """Torch threads for an update: ``requested`` if > 0; for 0, the CPUs this process may use.
+
+    With 0, those CPUs are shared among the node's torchrun ranks (``LOCAL_WORLD_SIZE``), at least 1.
+
+    Raises:
+        ValueError: ``requested`` < 0.
+
+    """
+    if requested < 0:
+        raise ValueError(f"update_threads must be >= 0 (0: every CPU this process may use), got {requested}.")
+    if requested > 0:
+        return requested
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cpus // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
 
 
 class EpisodeStats:
@@ -91,9 +110,29 @@ class Runner(abc.ABC):
         torch.manual_seed(self.seed)
 
     def _set_threads(self, device: torch.device) -> None:
+        """On the CPU: ``cfg.torch_threads`` torch threads while collecting (``update_threads`` for updates)."""
+        self._cpu = device.type == "cpu"
         threads = getattr(self.cfg, "torch_threads", 0)
-        if device.type == "cpu" and threads > 0:
+        if self._cpu and threads > 0:
             torch.set_num_threads(threads)
+
+    @contextmanager
+    def update_threads(self) -> Iterator[int]:
+        """Run the block (an update) with ``cfg.update_threads`` torch threads on the CPU, then restore.
+
+        The simulator's threads are idle during an update, so the update can use every core that the
+        collection's small tensor ops cannot (``resolve_update_threads``). Yields the thread count in force.
+        """
+        before = torch.get_num_threads()
+        n = resolve_update_threads(getattr(self.cfg, "update_threads", 0)) if getattr(self, "_cpu", False) else 0
+        if n <= 0 or n == before:
+            yield before
+            return
+        torch.set_num_threads(n)
+        try:
+            yield n
+        finally:
+            torch.set_num_threads(before)
 
     @abc.abstractmethod
     def _iterate(

@@ -56,6 +56,7 @@ class OnPolicyRunner(Runner):
         t1 = time.perf_counter()
         relabel = getattr(self.env, "relabel_rollout", None)  # late async VLM scores onto their transitions
         late = relabel(self.algo.storage.rewards) if relabel is not None else {}
-        update = self.algo.update(obs) | late
+        with self.update_threads():
+            update = self.algo.update(obs) | late
         update |= {"perf/collect_s": t1 - t0, "perf/update_s": time.perf_counter() - t1}
         return obs, update, self.cfg.algo.num_steps * self.env.num_envs

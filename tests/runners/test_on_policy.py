@@ -1,4 +1,4 @@
-"""End-to-end PPO: return rises on the humanoid; resume after kill -9 continues the run."""
+"""End-to-end PPO: return rises on the humanoid; resume after kill -9 continues the run; update threads."""
 
 import json
 import os
@@ -7,8 +7,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+import torch
+
 from robotrl.monitoring import read_metrics
 from robotrl.runners import make_runner
+from robotrl.runners.base import resolve_update_threads
 
 
 def test_short_ppo_run_on_humanoid_raises_mean_return(train_cfg, tmp_path):
@@ -55,3 +59,37 @@ def test_resume_after_kill_9(tmp_path):
     rows = read_metrics(run_dir)[before:]
     assert [r["iteration"] for r in rows] == list(range(saved + 1, saved + 5))
     assert json.loads(latest.read_text())["name"] == f"ckpt_{saved + 4:06d}"
+
+
+def test_update_runs_with_update_threads_and_collection_with_torch_threads(train_cfg, tmp_path):
+    cfg = train_cfg("task=humanoid", "sim.num_envs=8", "sim.nthread=1", "algo.num_steps=8", "max_iterations=2",
+                    "progress=false", "tensorboard=false", "eval_at_end=false", "torch_threads=1",
+                    "update_threads=3")
+    runner = make_runner(cfg, tmp_path)
+    seen = {"update": [], "act": []}
+    update, act = runner.algo.update, runner.algo.act
+
+    def spy_update(obs):
+        seen["update"].append(torch.get_num_threads())
+        return update(obs)
+
+    def spy_act(obs):
+        seen["act"].append(torch.get_num_threads())
+        return act(obs)
+
+    runner.algo.update, runner.algo.act = spy_update, spy_act
+    runner.learn()
+    assert seen["update"] == [3, 3]
+    assert set(seen["act"]) == {1} and len(seen["act"]) == 16
+    assert torch.get_num_threads() == 1
+
+
+def test_update_threads_zero_shares_the_cpus_among_local_ranks_and_negative_is_an_error(monkeypatch):
+    cpus = len(os.sched_getaffinity(0))
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert resolve_update_threads(0) == cpus
+    assert resolve_update_threads(5) == 5
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(cpus * 2))
+    assert resolve_update_threads(0) == 1
+    with pytest.raises(ValueError, match="update_threads must be >= 0"):
+        resolve_update_threads(-1)
