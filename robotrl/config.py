@@ -45,9 +45,10 @@ class TrainConfig:
         log_level: Python logging level for robotrl.
         torch_threads: torch intra-op threads on the CPU while collecting (0: torch's default). 1 is
             fastest for the small per-step tensors of a few hundred worlds, beside the simulator's threads.
-        update_threads: torch threads on the CPU during a PPO update, when the simulator is idle
-            (0: every CPU this process may use, shared among the node's torchrun ranks). On 2 cores
-            the tool_use update took 0.18 s with 2 threads against 0.30 s with 1.
+        update_threads: torch threads on the CPU during an update (PPO's, or an off-policy gradient
+            step), when the simulator is idle (0: every CPU this process may use, shared among the
+            node's torchrun ranks). On 2 cores the tool_use PPO update took 0.18 s with 2 threads
+            against 0.31 s with 1.
         save_replay: off-policy runs also write their replay buffer with each checkpoint (one
             file, the newest only), so that a resumed run does not start from an empty buffer.
         replay_save_max_gb: ... unless the buffer is larger than this (then a warning says so).

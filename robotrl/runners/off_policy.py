@@ -242,7 +242,8 @@ class OffPolicyRunner(Runner):
         self, obs: dict[str, torch.Tensor], stats: EpisodeStats
     ) -> tuple[dict[str, torch.Tensor], dict[str, float], int]:
         if self.cfg.algo.name == "bc":
-            return obs, self.algo.update(obs), 0
+            with self.update_threads():
+                return obs, self.algo.update(obs), 0
         totals: dict[str, float] = {}
         vlm: dict[str, float] = {}
         n_updates = 0
@@ -255,7 +256,9 @@ class OffPolicyRunner(Runner):
                 for k, v in self._relabel(self.algo.replay).items():  # type: ignore[attr-defined]
                     vlm[k] = vlm.get(k, 0.0) + v
             if self.algo.ready():
-                for k, v in self.algo.update(obs).items():
+                with self.update_threads():
+                    update_stats = self.algo.update(obs)
+                for k, v in update_stats.items():
                     totals[k] = totals.get(k, 0.0) + v
                 n_updates += 1
         update = ({k: v / n_updates for k, v in totals.items()} if n_updates else {}) | vlm

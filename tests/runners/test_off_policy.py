@@ -1,5 +1,5 @@
 """Off-policy runner end to end on PointReach: SAC, BC from HDF5, residual on a BC base, RLPD,
-checkpoints loadable by robotrl eval's loader and as frozen bases, resume."""
+checkpoints loadable by robotrl eval's loader and as frozen bases, resume, update threads."""
 
 import json
 
@@ -123,3 +123,25 @@ def test_residual_base_from_a_dataset_fits_bc_first(tmp_path, demos):
 def test_bc_without_dataset_names_the_fix(tmp_path):
     with pytest.raises(ValueError, match="algo.dataset"):
         OffPolicyRunner(_cfg(BCConfig(), tmp_path, max_iterations=1), tmp_path, env=_env())
+
+
+def test_off_policy_gradient_steps_run_with_update_threads_and_acting_with_torch_threads(tmp_path):
+    algo = SACConfig(batch_size=64, learning_starts=64, actor_hidden=[32], critic_hidden=[32], steps_per_iteration=8)
+    runner = OffPolicyRunner(_cfg(algo, tmp_path, max_iterations=2, torch_threads=1, update_threads=3,
+                                  eval_at_end=False), tmp_path, env=_env("dense"))
+    seen = {"update": [], "act": []}
+    update, act = runner.algo.update, runner.algo.act
+
+    def spy_update(obs):
+        seen["update"].append(torch.get_num_threads())
+        return update(obs)
+
+    def spy_act(obs):
+        seen["act"].append(torch.get_num_threads())
+        return act(obs)
+
+    runner.algo.update, runner.algo.act = spy_update, spy_act
+    runner.learn()
+    assert seen["update"] and set(seen["update"]) == {3}  # 16 worlds x 8 steps: ready after the 4th step
+    assert set(seen["act"]) == {1} and len(seen["act"]) == 16
+    assert torch.get_num_threads() == 1
