@@ -125,22 +125,11 @@ def test_bc_without_dataset_names_the_fix(tmp_path):
         OffPolicyRunner(_cfg(BCConfig(), tmp_path, max_iterations=1), tmp_path, env=_env())
 
 
-def test_off_policy_gradient_steps_run_with_update_threads_and_acting_with_torch_threads(tmp_path):
+def test_off_policy_gradient_steps_run_with_update_threads_and_acting_with_torch_threads(tmp_path, thread_spy):
     algo = SACConfig(batch_size=64, learning_starts=64, actor_hidden=[32], critic_hidden=[32], steps_per_iteration=8)
     runner = OffPolicyRunner(_cfg(algo, tmp_path, max_iterations=2, torch_threads=1, update_threads=3,
                                   eval_at_end=False), tmp_path, env=_env("dense"))
-    seen = {"update": [], "act": []}
-    update, act = runner.algo.update, runner.algo.act
-
-    def spy_update(obs):
-        seen["update"].append(torch.get_num_threads())
-        return update(obs)
-
-    def spy_act(obs):
-        seen["act"].append(torch.get_num_threads())
-        return act(obs)
-
-    runner.algo.update, runner.algo.act = spy_update, spy_act
+    seen = thread_spy(runner.algo)
     runner.learn()
     assert seen["update"] and set(seen["update"]) == {3}  # 16 worlds x 8 steps: ready after the 4th step
     assert set(seen["act"]) == {1} and len(seen["act"]) == 16

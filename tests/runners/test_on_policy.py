@@ -61,23 +61,12 @@ def test_resume_after_kill_9(tmp_path):
     assert json.loads(latest.read_text())["name"] == f"ckpt_{saved + 4:06d}"
 
 
-def test_update_runs_with_update_threads_and_collection_with_torch_threads(train_cfg, tmp_path):
+def test_update_runs_with_update_threads_and_collection_with_torch_threads(train_cfg, tmp_path, thread_spy):
     cfg = train_cfg("task=humanoid", "sim.num_envs=8", "sim.nthread=1", "algo.num_steps=8", "max_iterations=2",
                     "progress=false", "tensorboard=false", "eval_at_end=false", "torch_threads=1",
                     "update_threads=3")
     runner = make_runner(cfg, tmp_path)
-    seen = {"update": [], "act": []}
-    update, act = runner.algo.update, runner.algo.act
-
-    def spy_update(obs):
-        seen["update"].append(torch.get_num_threads())
-        return update(obs)
-
-    def spy_act(obs):
-        seen["act"].append(torch.get_num_threads())
-        return act(obs)
-
-    runner.algo.update, runner.algo.act = spy_update, spy_act
+    seen = thread_spy(runner.algo)
     runner.learn()
     assert seen["update"] == [3, 3]
     assert set(seen["act"]) == {1} and len(seen["act"]) == 16
