@@ -110,27 +110,30 @@ class Runner(abc.ABC):
         torch.manual_seed(self.seed)
 
     def _set_threads(self, device: torch.device) -> None:
-        """On the CPU: ``cfg.torch_threads`` torch threads while collecting (``update_threads`` for updates)."""
-        self._cpu = device.type == "cpu"
+        """On the CPU: ``cfg.torch_threads`` torch threads while collecting, ``cfg.update_threads`` for updates.
+
+        The update count is resolved once here (``resolve_update_threads``); off the CPU both are left alone.
+        """
+        cpu = device.type == "cpu"
         threads = getattr(self.cfg, "torch_threads", 0)
-        if self._cpu and threads > 0:
+        if cpu and threads > 0:
             torch.set_num_threads(threads)
+        self._update_threads = resolve_update_threads(getattr(self.cfg, "update_threads", 0)) if cpu else 0
 
     @contextmanager
-    def update_threads(self) -> Iterator[int]:
-        """Run the block (an update) with ``cfg.update_threads`` torch threads on the CPU, then restore.
+    def update_threads(self) -> Iterator[None]:
+        """Run the block (an update) with the resolved ``cfg.update_threads`` torch threads, then restore.
 
         The simulator's threads are idle during an update, so the update can use every core that the
-        collection's small tensor ops cannot (``resolve_update_threads``). Yields the thread count in force.
+        collection's small tensor ops cannot. A no-op off the CPU and before ``_set_threads``.
         """
-        before = torch.get_num_threads()
-        n = resolve_update_threads(getattr(self.cfg, "update_threads", 0)) if getattr(self, "_cpu", False) else 0
+        n, before = getattr(self, "_update_threads", 0), torch.get_num_threads()
         if n <= 0 or n == before:
-            yield before
+            yield
             return
         torch.set_num_threads(n)
         try:
-            yield n
+            yield
         finally:
             torch.set_num_threads(before)
 
