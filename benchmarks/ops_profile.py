@@ -19,7 +19,9 @@ and for a step without an autoreset (the fewest in the run). The time the step s
 ``sim.step`` (torch and Python work, microseconds per step) is printed for reference only: it
 depends on the load. So does ``observe_reward_after_physics_us`` against ``observe_reward_again_us``:
 the task's observation and reward ops timed right after ``sim.step`` and then at once again on
-the same state, which shows what the physics' cache footprint adds to each op.
+the same state; and ``observe_reward_after_<g>ms_busy_wait_us``: the same ops after a busy-wait of
+``g`` ms and no physics (medians), which separates what the physics leaves behind from what any
+gap of that length costs on this machine.
 Results are merged into ``benchmarks/results/throughput.json`` under
 ``ops_<label>_*`` keys (``--label before|after``; the file's other keys are kept), so a
 before/after pair sits side by side. ``ops_before_*`` was measured at commit 7e1ea4d, whose
@@ -114,6 +116,7 @@ def profile_env(cfg: Any, steps: int) -> dict[str, float]:
     figures["non_physics_us_per_step"] = 1e6 * (wall - sim_time[0]) / steps
     figures["physics_us_per_step"] = 1e6 * sim_time[0] / steps
     figures.update(after_physics_cost(cfg, steps))
+    figures.update(gap_cost(cfg, steps))
     print("most dispatched ops:", ", ".join(f"{k} {v / steps:.1f}" for k, v in top))
     return figures
 
@@ -122,12 +125,12 @@ def after_physics_cost(cfg: Any, steps: int) -> dict[str, float]:
     """Microseconds of the task's ``observe`` + ``reward_terms`` right after physics, and at once again.
 
     Both passes do the same ops on the same state (neither changes it), so the difference is
-    what running after ``sim.step`` costs: MuJoCo's step leaves the core's caches and branch
-    predictors full of its own work, and every torch op that follows pays for that.
+    what running after ``sim.step`` costs. ``gap_cost`` shows that most of it is not MuJoCo's
+    doing: the same ops after a busy-wait of the same length cost nearly as much.
     """
     env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
     env.reset()
-    task, passes = env.task, [0.0, 0.0]
+    task, passes = env.task, ([], [])
     for i, action in enumerate(_actions(env, steps)):
         if i % 50 == 0:
             env.reset()  # fallen bodies cost the physics less: keep the state like a training run's
@@ -138,9 +141,41 @@ def after_physics_cost(cfg: Any, steps: int) -> dict[str, float]:
             start = time.perf_counter()
             task.observe()
             task.reward_terms(action)
-            passes[k] += time.perf_counter() - start
-    return {"observe_reward_after_physics_us": 1e6 * passes[0] / steps,
-            "observe_reward_again_us": 1e6 * passes[1] / steps}
+            passes[k].append(time.perf_counter() - start)
+    return {"observe_reward_after_physics_us": 1e6 * sum(passes[0]) / steps,
+            "observe_reward_again_us": 1e6 * sum(passes[1]) / steps,
+            "observe_reward_after_physics_median_us": 1e6 * sorted(passes[0])[steps // 2],
+            "observe_reward_again_median_us": 1e6 * sorted(passes[1])[steps // 2]}
+
+
+def gap_cost(cfg: Any, steps: int, gaps_ms: tuple[float, ...] = (0.0, 1.0, 3.0, 7.0)) -> dict[str, float]:
+    """Median microseconds of ``observe`` + ``reward_terms`` after a busy-wait of each gap, no physics between.
+
+    The state is a training-like one (a few physics steps after a reset) and never changes, so the
+    passes differ only in how long the process did something else first. A busy-wait touches
+    almost no memory: what it costs the ops that follow is what the machine (other tenants of a
+    VM, the hypervisor) evicts from the core meanwhile. Compare ``after_physics``, a physics step
+    of about 7 ms at 64 worlds.
+    """
+    env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
+    env.reset()
+    task = env.task
+    for action in _actions(env, 10):
+        env.step(action)
+    action = _actions(env, 1)[0]
+    figures = {}
+    for gap in gaps_ms:
+        times = []
+        for _ in range(steps):
+            start = time.perf_counter()
+            while time.perf_counter() - start < gap / 1e3:
+                pass
+            start = time.perf_counter()
+            task.observe()
+            task.reward_terms(action)
+            times.append(time.perf_counter() - start)
+        figures[f"observe_reward_after_{gap:g}ms_busy_wait_us"] = 1e6 * sorted(times)[len(times) // 2]
+    return figures
 
 
 def merge_keys(path: Path, figures: dict[str, Any]) -> Path:
