@@ -23,6 +23,7 @@ from collections import deque
 from typing import Any
 
 from robotrl.deploy.interop import apply_cyclone_settings, cyclone_settings
+from robotrl.deploy.msgs import ros_type_of
 from robotrl.deploy.transport import COMMAND_QOS, SENSOR_QOS, Publisher, Qos, Subscription, Transport
 
 try:
@@ -128,7 +129,8 @@ class CycloneTransport(Transport):
     def __init__(self, domain_id: int = 0, localhost_only: bool = False) -> None:
         apply_cyclone_settings(localhost_only)  # merged into the user's CYCLONEDDS_URI, never replacing it
         self.domain_id = domain_id
-        self.participant = DomainParticipant(domain_id)
+        # None once closed (close() drops it so the binding deletes the DDS entities)
+        self.participant: DomainParticipant | None = DomainParticipant(domain_id)
         self._topics: dict[str, Topic] = {}
         self._waitset = WaitSet(self.participant)
         self._wake = GuardCondition(self.participant)
@@ -138,21 +140,27 @@ class CycloneTransport(Transport):
         self._thread: threading.Thread | None = None
         self._closing = False
 
+    def _live_participant(self) -> DomainParticipant:
+        if self.participant is None:
+            raise RuntimeError("this CycloneTransport is closed: create a new one for new endpoints")
+        return self.participant
+
     def _topic(self, topic: str, msg_type: type) -> Topic:
         name = dds_topic_name(topic)
         if name not in self._topics:
-            self._topics[name] = Topic(self.participant, name, msg_type)
+            self._topics[name] = Topic(self._live_participant(), name, msg_type)
         return self._topics[name]
 
     def publisher(self, topic: str, msg_type: type, qos: Qos = COMMAND_QOS) -> Publisher:
         """A DataWriter on ``rt<topic>``."""
-        user_data = type_hash_user_data(msg_type.ros_type)
-        return _DdsPublisher(DataWriter(self.participant, self._topic(topic, msg_type), _dds_qos(qos, user_data)))
+        user_data = type_hash_user_data(ros_type_of(msg_type))
+        writer = DataWriter(self._live_participant(), self._topic(topic, msg_type), _dds_qos(qos, user_data))
+        return _DdsPublisher(writer)
 
     def subscription(self, topic: str, msg_type: type, qos: Qos = SENSOR_QOS) -> Subscription:
         """A DataReader on ``rt<topic>``."""
-        user_data = type_hash_user_data(msg_type.ros_type)
-        reader = DataReader(self.participant, self._topic(topic, msg_type), _dds_qos(qos, user_data))
+        user_data = type_hash_user_data(ros_type_of(msg_type))
+        reader = DataReader(self._live_participant(), self._topic(topic, msg_type), _dds_qos(qos, user_data))
         sub = _DdsSubscription(reader, msg_type, qos.depth)
         with self._subs_lock:
             self._waitset.attach(sub.condition)

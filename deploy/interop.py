@@ -99,7 +99,9 @@ def merge_cyclone_uri(user_uri: str | None, localhost_only: bool) -> str:
 
 def _split_sources(uri: str) -> list[str]:
     """Split a CYCLONEDDS_URI at top-level commas (commas inside XML fragments are kept)."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    depth = 0
+    cur: list[str] = []
     for ch in uri:
         if ch == "<":
             depth += 1

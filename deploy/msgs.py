@@ -1,3 +1,7 @@
+# The field annotations below (t.sequence[T], t.array[T, N], t.int32, ...) are cyclonedds.idl's runtime
+# type DSL, read by IdlStruct at class creation, not static types: mypy rejects their type arguments
+# (type-arg, valid-type) and the list defaults given to them (assignment).
+# mypy: disable-error-code="type-arg,valid-type,assignment"
 """ROS 2 message types as Cyclone DDS IDL structs, wire-compatible with ROS 2.
 
 Each class is a final, keyless ``IdlStruct`` whose DDS type name follows the ROS 2 IDL
@@ -8,7 +12,7 @@ Nested messages are their own structs, ``T[]`` is ``sequence[T]`` and ``T[N]`` i
 byte-for-byte like ``rosbags``' ROS 2 CDR serializer.
 
 ``ROS_TYPES`` maps the ROS type name (``sensor_msgs/msg/JointState``) to its class; the
-class attribute ``ros_type`` holds the reverse mapping.
+class attribute ``ros_type`` holds the reverse mapping (read it with ``ros_type_of``).
 
 Annotations here are evaluated at class creation (no ``from __future__ import
 annotations``): cyclonedds resolves the IDL field types from them.
@@ -33,7 +37,7 @@ def _register(ros_type: str) -> "Callable[[type], type]":
     """Class decorator: record ``ros_type`` on the class and in ``ROS_TYPES``."""
 
     def wrap(cls: type) -> type:
-        cls.ros_type = ros_type  # type: ignore[attr-defined]
+        cls.ros_type = ros_type  # type: ignore[attr-defined]  # a tag on the class; read by ros_type_of
         ROS_TYPES[ros_type] = cls
         return cls
 
@@ -432,3 +436,16 @@ def lookup(ros_type: str) -> type:
     if ros_type not in ROS_TYPES:
         raise KeyError(f"Unsupported message type {ros_type!r}; supported: {', '.join(sorted(ROS_TYPES))}.")
     return ROS_TYPES[ros_type]
+
+
+def ros_type_of(msg_type: type) -> str:
+    """The ROS type name (``sensor_msgs/msg/JointState``) of struct class ``msg_type``.
+
+    Raises:
+        ValueError: ``msg_type`` is not one of these message types (no ``ros_type``).
+
+    """
+    ros_type = getattr(msg_type, "ros_type", None)
+    if not isinstance(ros_type, str):
+        raise ValueError(f"{msg_type!r} is not a robotrl.deploy.msgs message type (it has no ros_type).")
+    return ros_type

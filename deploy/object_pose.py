@@ -156,9 +156,9 @@ def wxyz_from_rot(r: np.ndarray) -> np.ndarray:
         q[1 + i] = 0.25 * s
         q[1 + j] = (m[j, i] + m[i, j]) / s
         q[1 + k] = (m[k, i] + m[i, k]) / s
-    q = np.asarray(q)
-    q /= np.linalg.norm(q)
-    return q if q[0] >= 0 else -q
+    quat = np.asarray(q)
+    quat /= np.linalg.norm(quat)
+    return quat if quat[0] >= 0 else -quat
 
 
 def pose_error(a: ObjectPose, b: ObjectPose) -> tuple[float, float]:
@@ -429,6 +429,7 @@ class ObjectPoseNode:
             info = infos[-1][1]
             self.intrinsics, self.camera_frame = Intrinsics.from_camera_info(info), info.header.frame_id
         main = self.sub_image if self.sub_image is not None else self.sub_depth
+        assert main is not None  # every method (METHODS, checked in __init__) subscribes to image or depth
         frames = main.take()
         if not frames or self.intrinsics is None:
             return None

@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,9 @@ class EpisodeBag:
         from rosbags.rosbag2 import StoragePlugin, Writer
 
         self._store = _typestore(self._version)
-        self._writer = Writer(self.path, version=self._version, storage_plugin=StoragePlugin.MCAP)
+        # Writer itself rejects any version but 8 and 9 (WriterError, re-raised by close())
+        version = cast("Literal[8, 9]", self._version)
+        self._writer = Writer(self.path, version=version, storage_plugin=StoragePlugin.MCAP)
         for key, value in self._metadata.items():
             self._writer.set_custom_data(key, str(value))
         self._writer.open()

@@ -32,7 +32,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from robotrl.deploy import msgs
@@ -47,6 +47,15 @@ _ARRAY_CODES = {"double": "d", "float": "f", "int8": "b", "uint8": "B", "int16":
 _ROS_PROFILE_FILE: str | None = None
 
 
+class RosMessageClass(Protocol):
+    """What this module uses of an rclpy (rosidl_generator_py) message class."""
+
+    @classmethod
+    def get_fields_and_field_types(cls) -> dict[str, str]:
+        """Field name -> ROS IDL type (``double[3]``, ``sequence<double>``, ``std_msgs/Header``)."""
+        ...
+
+
 def _rclpy() -> Any:
     try:
         import rclpy
@@ -58,13 +67,13 @@ def _rclpy() -> Any:
     return rclpy
 
 
-def ros_class(ros_type: str) -> type:
+def ros_class(ros_type: str) -> type[RosMessageClass]:
     """The generated rclpy class of ``pkg/msg/Name``."""
     pkg, _, name = ros_type.split("/")
     return getattr(importlib.import_module(f"{pkg}.msg"), name)
 
 
-def _field_plan(ros_cls: type) -> list[tuple[str, str, str]]:
+def _field_plan(ros_cls: type[RosMessageClass]) -> list[tuple[str, str, str]]:
     """``(field, kind, element type)`` per field, from the class's own field types.
 
     Kinds: ``msg`` (nested), ``msgseq`` (sequence of messages), ``octet``, ``int``, ``float``,
@@ -94,25 +103,25 @@ def _field_plan(ros_cls: type) -> list[tuple[str, str, str]]:
     return plan
 
 
-_PLANS: dict[type, list[tuple[str, str, str]]] = {}
-_CLASSES: dict[str, type] = {}
+_PLANS: dict[type[RosMessageClass], list[tuple[str, str, str]]] = {}
+_CLASSES: dict[str, type[RosMessageClass]] = {}
 
 
-def _plan(ros_cls: type) -> list[tuple[str, str, str]]:
+def _plan(ros_cls: type[RosMessageClass]) -> list[tuple[str, str, str]]:
     plan = _PLANS.get(ros_cls)
     if plan is None:
         plan = _PLANS[ros_cls] = _field_plan(ros_cls)
     return plan
 
 
-def _cls(ros_type: str) -> type:
+def _cls(ros_type: str) -> type[RosMessageClass]:
     cls = _CLASSES.get(ros_type)
     if cls is None:
         cls = _CLASSES[ros_type] = ros_class(ros_type)
     return cls
 
 
-def to_rclpy(msg: Any, ros_cls: type | None = None) -> Any:
+def to_rclpy(msg: Any, ros_cls: type[RosMessageClass] | None = None) -> Any:
     """Convert a ``robotrl.deploy.msgs`` struct to its rclpy message, field by field by real type.
 
     Raises:
@@ -149,10 +158,10 @@ def to_rclpy(msg: Any, ros_cls: type | None = None) -> Any:
     return out
 
 
-_FIXED: dict[tuple[type, str], bool] = {}
+_FIXED: dict[tuple[type[RosMessageClass], str], bool] = {}
 
 
-def _is_fixed(ros_cls: type, name: str) -> bool:
+def _is_fixed(ros_cls: type[RosMessageClass], name: str) -> bool:
     key = (ros_cls, name)
     if key not in _FIXED:
         typ = ros_cls.get_fields_and_field_types()[name]
@@ -201,7 +210,7 @@ def _qos(qos: Qos) -> Any:
 
 
 class _RclpyPublisher(Publisher):
-    def __init__(self, pub: Any, ros_cls: type) -> None:
+    def __init__(self, pub: Any, ros_cls: type[RosMessageClass]) -> None:
         self._pub, self._cls = pub, ros_cls
 
     def publish(self, msg: Any) -> None:
@@ -224,7 +233,7 @@ class _RclpySubscription(Subscription):
         self._lock = threading.Lock()
         self._node, self._topic, self._type = node, node.resolve_topic_name(topic), msg_type
         self._error: Exception | None = None
-        self._sub = node.create_subscription(_cls(msg_type.ros_type), topic, self._callback, _qos(qos))
+        self._sub = node.create_subscription(_cls(msgs.ros_type_of(msg_type)), topic, self._callback, _qos(qos))
 
     def _callback(self, m: Any) -> None:
         arrival = time.monotonic()
@@ -337,7 +346,7 @@ class RclpyTransport(Transport):
 
     def publisher(self, topic: str, msg_type: type, qos: Qos = COMMAND_QOS) -> Publisher:
         """An rclpy publisher."""
-        ros_cls = _cls(msg_type.ros_type)
+        ros_cls = _cls(msgs.ros_type_of(msg_type))
         return _RclpyPublisher(self.node.create_publisher(ros_cls, topic, _qos(qos)), ros_cls)
 
     def subscription(self, topic: str, msg_type: type, qos: Qos = SENSOR_QOS) -> Subscription:

@@ -175,6 +175,7 @@ class SimRobot:
                 return None
             cmd = np.asarray(msg.data)[self.cmd_slots]
         if self._has_hook("sim_action"):
+            assert self.hook is not None  # _has_hook held
             return self.hook.sim_action(self.task, cmd)
         return np.clip((cmd - self.offset) / self.scale, -1.0, 1.0)
 
@@ -191,16 +192,20 @@ class SimRobot:
         if self.pub_route is not None:
             self.publish_route()
         if self._has_hook("sim_joint_state"):
+            assert self.hook is not None  # _has_hook held
             names, pos, vel, eff = self.hook.sim_joint_state(self.task)
             self.pub_js.publish(msgs.JointState(header=header, name=names, position=pos, velocity=vel, effort=eff))
         else:
             self.pub_js.publish(msgs.JointState(header=header, name=list(self.joints),
                                                 position=qpos[self.qadr].tolist(), velocity=qvel[self.vadr].tolist(),
                                                 effort=ctrl.tolist()))
-        scan = self.hook.sim_scan(self.task) if self.pub_scan is not None else None
-        if scan is not None:
-            self.pub_scan.publish(msgs.LaserScan(header=msgs.Header(header.stamp, "laser"), **scan))
+        if self.pub_scan is not None:
+            assert self.hook is not None  # pub_scan exists only with a sim_scan hook (__init__)
+            scan = self.hook.sim_scan(self.task)
+            if scan is not None:
+                self.pub_scan.publish(msgs.LaserScan(header=msgs.Header(header.stamp, "laser"), **scan))
         if self._has_hook("sim_inputs"):
+            assert self.hook is not None  # _has_hook held
             for name, msg in self.hook.sim_inputs(self.task, header, self.profile).items():
                 self._input_publisher(name, msg).publish(msg)
         if self.floating:
@@ -231,6 +236,8 @@ class SimRobot:
 
     def publish_route(self) -> None:
         """Publish the current route (latched) when it changed: centre x, y, yaw = heading, z = half-width."""
+        # publish_state calls this only when pub_route exists, which needs a sim_route hook (__init__)
+        assert self.hook is not None and self.pub_route is not None
         track, center, heading, half_width = self.hook.sim_route(self.task)
         key = (self.episodes, track)  # every episode: its start is a new place on the route
         if key == self._route_key:

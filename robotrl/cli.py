@@ -17,12 +17,13 @@ import logging
 import sys
 from collections.abc import Callable
 from datetime import datetime
+from typing import cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from robotrl.config import register_configs
+from robotrl.config import TrainConfig, register_configs
 from robotrl.monitoring import setup_logging
 
 log = logging.getLogger("robotrl.cli")
@@ -59,7 +60,7 @@ def collect_main(argv: list[str]) -> int:
     torch.manual_seed(opts["seed"])
     env, env_args = C.build_env(opts["task"], opts["num_envs"], opts["seed"], overrides, opts["image_size"])
     teacher = C._teacher(env, opts["teacher"])
-    extra = ("image", "instruction") if opts["image_size"] > 0 else ()
+    extra: tuple[str, ...] = ("image", "instruction") if opts["image_size"] > 0 else ()
     if extra and not getattr(env, "instructions", None):
         extra = ("image",)
     episodes = C.collect(env, teacher, opts["episodes"], opts["noise"], opts["success_only"], opts["seed"],
@@ -113,7 +114,7 @@ def _train(cfg: DictConfig) -> None:
     dist_info = from_env()
     setup_logging(cfg.log_level if dist_info is None or dist_info.is_main else "WARNING")
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
-    typed = OmegaConf.to_object(cfg)
+    typed = cast(TrainConfig, OmegaConf.to_object(cfg))  # the train_schema root (to_object returns a wide union)
     run_dir = HydraConfig.get().runtime.output_dir
     runner = make_runner(typed, run_dir, config_yaml=config_yaml)
     last = runner.learn()

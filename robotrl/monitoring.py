@@ -85,7 +85,10 @@ class TrainProgress:
             TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TimeRemainingColumn(),
             disable=not enabled, transient=False,
         )
-        self._task = self._progress.add_task("train", total=self._UNITS, completed=self._done(start, 0.0),
+        # rich types ``completed`` as int but keeps it in the float ``Task.completed``: a fractional start
+        # (a resumed run) is shown as is; rounding or a later update() would change the bar or its estimate
+        self._task = self._progress.add_task("train", total=self._UNITS,
+                                             completed=self._done(start, 0.0),  # type: ignore[arg-type]
                                              stats="", iteration=start)
 
     def _done(self, iteration: int, elapsed_s: float) -> float:

@@ -17,14 +17,13 @@ import logging
 import subprocess
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
 from robotrl.deploy.spec import FORMAT, SPEC_VERSION, sha256_file
 from robotrl.policies.io import load_policy
-from robotrl.policies.mlp import ActorCritic
 from robotrl.policies.normalizer import RunningNorm
 from robotrl.storage.checkpoint import resolve
 
@@ -75,12 +74,21 @@ def _task_model_info(meta: dict[str, Any]) -> tuple[list | None, list | None, di
     return terms, ranges, kinematics
 
 
-def parity_error(policy: ActorCritic, onnx_path: Path, samples: int = 256, seed: int = 0) -> float:
-    """Max |onnxruntime - torch| over random observations (scaled to exercise the clip)."""
+def _obs_dim(policy: torch.nn.Module) -> int:
+    """The policy's ``obs_dim`` (a plain int attribute; ``nn.Module`` types attribute lookups as Tensor | Module)."""
+    return cast(int, policy.obs_dim)
+
+
+def parity_error(policy: torch.nn.Module, onnx_path: Path, samples: int = 256, seed: int = 0) -> float:
+    """Max |onnxruntime - torch| over random observations (scaled to exercise the clip).
+
+    ``policy`` is the exported module (``ActorCritic``, or any ``load_policy`` module with an int
+    ``obs_dim`` and ``forward(obs (B, P)) -> action (B, A)``).
+    """
     import onnxruntime as ort
 
     gen = torch.Generator().manual_seed(seed)
-    obs = torch.randn(samples, policy.obs_dim, generator=gen)
+    obs = torch.randn(samples, _obs_dim(policy), generator=gen)
     obs *= torch.logspace(-2, 2, samples).unsqueeze(1)
     with torch.no_grad():
         expected = policy(obs).numpy()
@@ -104,7 +112,7 @@ def export_policy(checkpoint: str, out_dir: str | None = None, tol: float = PARI
     out = Path(out_dir) if out_dir else weights.parent.parent / "export"
     out.mkdir(parents=True, exist_ok=True)
     onnx_path = out / "policy.onnx"
-    example = torch.zeros(1, policy.obs_dim)
+    example = torch.zeros(1, _obs_dim(policy))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.onnx.export(policy, (example,), str(onnx_path), input_names=["obs"], output_names=["action"],

@@ -212,7 +212,8 @@ def humanoid_samples(n: int, rng: np.random.Generator, size: tuple[int, int] = (
     model = mujoco.MjModel.from_xml_path(C.model_path())
     data = mujoco.MjData(model)
     renderer = BatchRenderer(model, size=size, lean=True)
-    frames, keys = [], []
+    frames: list[np.ndarray] = []
+    keys: list[Key] = []
     quota = -(-n // len(CLASSES["humanoid"]))  # balanced classes: rare poses (both arms up) are redrawn for
     counts: dict[Key, int] = {}
     draws = 0
@@ -242,6 +243,6 @@ def driving_samples(n: int, rng: np.random.Generator, size: tuple[int, int] = (9
 SOURCES: dict[str, Callable[..., tuple[np.ndarray, list[Key]]]] = {"humanoid": humanoid_samples,
                                                                     "driving": driving_samples}
 CLASSES: dict[str, list[Key]] = {"humanoid": [(p, a) for p in POSTURES for a in ARMS],
-                                 "driving": [(lane, a) for lane in LANES for a in AHEAD]
-                                 + [("any", c) for c in COLLISIONS]}
+                                 "driving": [*[(lane, a) for lane in LANES for a in AHEAD],
+                                             *[("any", c) for c in COLLISIONS]]}
 WORDINGS: dict[str, Wordings] = {"humanoid": HUMANOID_WORDINGS, "driving": DRIVING_WORDINGS}

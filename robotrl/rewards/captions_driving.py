@@ -116,7 +116,7 @@ def driving_samples(n: int, rng: np.random.Generator, size: tuple[int, int] = (9
         share = quota if steps < max_steps else n
         cand = [(i, k) for i, k in enumerate(driving_keys(task)) if k is not None]
         rng.shuffle(cand)  # type: ignore[arg-type]
-        take = []
+        take: list[tuple[int, Key]] = []  # (world, key) of the frames grabbed now
         for i, k in cand:
             if counts[k] < share and len(frames) + len(take) < n:
                 counts[k] += 1

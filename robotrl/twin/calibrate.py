@@ -134,6 +134,9 @@ class _Problem:
             qpos[[model.jnt_qposadr[model.joint(j).id] for j in names]] = ep.q[0]
             qvel[[model.jnt_dofadr[model.joint(j).id] for j in names]] = ep.dq[0]
             if floating and ep.floating:
+                # load_episode sets the four base series together, from one odometry topic
+                assert ep.base_pos is not None and ep.base_quat is not None
+                assert ep.base_lin_vel is not None and ep.base_ang_vel is not None
                 quat = ep.base_quat[0] / np.linalg.norm(ep.base_quat[0])
                 qpos[0:3], qpos[3:7] = ep.base_pos[0], quat
                 qvel[0:3], qvel[3:6] = _rotate(quat, ep.base_lin_vel[0]), ep.base_ang_vel[0]
@@ -153,7 +156,8 @@ class _Problem:
 
     def build_model(self, params: Any, spec: Any = None) -> Any:
         """The sysid ``BuildModelFn``: the episode's scene model (by ``spec``) with the candidate multipliers."""
-        values = {name: float(params[name].value[0]) for name in params.keys()}
+        # Physics field -> multiplier (Any: the names are sysid parameter names, known only at run time)
+        values: dict[str, Any] = {name: float(params[name].value[0]) for name in params.keys()}
         return model_with(self.base.get(id(spec), self.model), Physics(**values))
 
 

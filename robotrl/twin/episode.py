@@ -175,7 +175,11 @@ def _finite(path: Path, topic: str, name: str, arr: np.ndarray) -> np.ndarray:
 def _joint_states(path: Path, topic: str, msgs: list[tuple[int, Any]], names: list[str]
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Distinct header stamps -> (stamps, first log time, q, dq, tau) in profile joint order."""
-    stamps, logs, q, dq, tau = [], [], [], [], []
+    stamps: list[float] = []
+    logs: list[int] = []
+    q: list[np.ndarray] = []
+    dq: list[np.ndarray] = []
+    tau: list[np.ndarray] = []
     seen: set[float] = set()
     for log_ns, m in msgs:
         s = _stamp(m.header)
@@ -211,7 +215,8 @@ def _joint_states(path: Path, topic: str, msgs: list[tuple[int, Any]], names: li
 def _commands(path: Path, topic: str, msgs: list[tuple[int, Any]], names: list[str], kind: str
               ) -> tuple[np.ndarray, np.ndarray]:
     """Command log times ``(C,)`` and values ``(C, J)`` in profile joint order."""
-    times, values = [], []
+    times: list[int] = []
+    values: list[list[float] | np.ndarray] = []  # a row per command: by name (trajectory) or as sent
     for log_ns, m in msgs:
         if hasattr(m, "points"):  # trajectory_msgs/JointTrajectory: by joint name
             if not m.points:

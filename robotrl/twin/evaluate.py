@@ -15,9 +15,10 @@ This runs in process. Large budgets can be fanned out as ``robotrl batch`` jobs 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -99,8 +100,13 @@ class ScenarioEvaluator:
         success = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
         with torch.no_grad():
             for _ in range(env.max_episode_length + 1):
-                p = self.policy
-                action = p.act_inference(obs["policy"]) if self.deterministic else p.act(obs["policy"])[0]
+                # nn.Module types attribute lookups as Tensor | Module; every load_policy module has both methods
+                if self.deterministic:
+                    act_inference = cast(Callable[[torch.Tensor], torch.Tensor], self.policy.act_inference)
+                    action = act_inference(obs["policy"])
+                else:
+                    act = cast(Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], self.policy.act)
+                    action = act(obs["policy"])[0]
                 obs, _, terminated, truncated, info = env.step(action)
                 if "episode" in info:
                     ended = (terminated | truncated).nonzero().squeeze(1)

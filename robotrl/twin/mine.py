@@ -296,7 +296,9 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
     rng = np.random.default_rng(seed)
     D = len(params)
     per_round = max(1, budget // rounds)
-    us, ok, drawn_uniform = [], [], []
+    us: list[np.ndarray] = []  # (n, D) unit-cube draws of each round
+    ok: list[np.ndarray] = []  # (n,) their success
+    drawn_uniform: list[np.ndarray] = []  # (n,) whether each was drawn uniformly
     for r in range(rounds):
         n = per_round if r < rounds - 1 else budget - per_round * (rounds - 1)
         u = rng.random((n, D))
@@ -306,7 +308,8 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
         if not uniform_only and r > 0 and fail_all.sum() >= 2:
             focused = int(n * focus)
             drawn = np.concatenate(drawn_uniform)
-            ref = _reference_mask(u_all, reference, params) if baseline == "reference" else None
+            # ``and reference`` is always true here (checked above); it narrows the Optional for mypy
+            ref = _reference_mask(u_all, reference, params) if baseline == "reference" and reference else None
             # until a uniform draw lands in the reference box, candidates are judged against the overall rate
             early = baseline == "reference" and not (ref & drawn).any()
             rate_fn, _ = background_fn(fail_all, drawn, "uniform" if early else baseline, ref)
@@ -328,7 +331,7 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
     samples = _from_unit(u_all, params)
     success = np.concatenate(ok)
     uniform = np.concatenate(drawn_uniform)
-    ref = _reference_mask(u_all, reference, params) if baseline == "reference" else None
+    ref = _reference_mask(u_all, reference, params) if baseline == "reference" and reference else None
     rate_fn, background = background_fn(~success, uniform, baseline, ref)
     regions = extract_regions(samples, success, params, depth, min_leaf, min_failure_rate, rate_fn, z)
     if held_back and regions:

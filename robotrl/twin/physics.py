@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
@@ -71,7 +71,9 @@ def load_physics(path: str | Path) -> Physics:
     unknown = sorted(set(data) - set(valid))
     if unknown:
         raise ValueError(f"{path}: unknown physics key(s) {unknown}; valid: {valid}.")
-    physics = Physics(**{k: (int(v) if k == "delay_steps" else float(v)) for k, v in data.items()})
+    # field -> value, the names checked above (Any: one dict holds the float multipliers and the int delay)
+    values: dict[str, Any] = {k: (int(v) if k == "delay_steps" else float(v)) for k, v in data.items()}
+    physics = Physics(**values)
     bad = [k for k in SCALE_FIELDS if getattr(physics, k) <= 0]
     if bad or physics.delay_steps < 0:
         raise ValueError(f"{path}: multipliers must be > 0 and delay_steps >= 0; bad: {bad or ['delay_steps']}.")

@@ -254,8 +254,9 @@ class Twin:
         ids = torch.as_tensor(worlds)
         self._task_reset_to_recorded(ids)
         task, ctrl = self.task, self.sim.bind("ctrl")
-        cmd_vel = [self.episodes[e].cmd_vel for e in self.episode_of]
-        has_cmd = hasattr(task, "command") and all(c is not None for c in cmd_vel)
+        recorded = [self.episodes[e].cmd_vel for e in self.episode_of]
+        cmd_vel = [c for c in recorded if c is not None]
+        has_cmd = hasattr(task, "command") and len(cmd_vel) == len(recorded)  # every world's episode has one
         delays = np.asarray([self.candidates[c].delay_steps for c in self.candidate_of])
         history: list[torch.Tensor] = []
         out = self._buffers()

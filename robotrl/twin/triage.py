@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -67,7 +68,9 @@ def policy_fn(path: str | Path) -> PolicyFn:
 
     def act(obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            return policy.act_inference(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            # nn.Module types attribute lookups as Tensor | Module; every load_policy module has this method
+            act_inference = cast(Callable[[torch.Tensor], torch.Tensor], policy.act_inference)
+            return act_inference(torch.as_tensor(obs, dtype=torch.float32)).numpy()
 
     return act
 
@@ -94,6 +97,7 @@ def triage(task: str, episodes: list[Episode], policy: PolicyFn, physics: Physic
     if not failed:
         return []
     roll = Twin(task, failed, [physics or Physics()], overrides=overrides, nthread=1).closed_loop(policy)
+    assert roll.success is not None  # closed_loop always reports it
     out = []
     for w, ep in enumerate(failed):
         n = int(min(roll.length[w], ep.num_steps))

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
@@ -27,7 +31,7 @@ def episode_slices(trace: dict[str, np.ndarray]) -> list[slice]:
     return [slice(a, b) for a, b in zip(starts[:-1], starts[1:], strict=True) if b > a]
 
 
-def _draw_track(ax: object, bank: TrackBank, track_id: int) -> None:
+def _draw_track(ax: Axes, bank: TrackBank, track_id: int) -> None:
     track = bank.tracks[track_id]
     left, right = track.boundaries()
     road = np.vstack([left, left[:1], right[:1], right[::-1]])
@@ -72,7 +76,8 @@ def plot_track(bank: TrackBank, trace: dict[str, np.ndarray], radii: list[float]
     xy, speed = trace["xy"][ep], trace["speed"][ep]
     if len(xy) > 1:
         segs = np.stack([xy[:-1], xy[1:]], axis=1)
-        lines = LineCollection(segs, cmap="viridis", linewidths=2.5, zorder=4)
+        # an (N, 2, 2) array iterates as the N (2, 2) segments LineCollection takes; its stub wants a Sequence
+        lines = LineCollection(cast("Sequence[np.ndarray]", segs), cmap="viridis", linewidths=2.5, zorder=4)
         lines.set_array(speed[1:])
         ax.add_collection(lines)
         fig.colorbar(lines, ax=ax, shrink=0.7, label="speed (m/s)")
@@ -110,13 +115,13 @@ def render_frames(
     fig = Figure(figsize=(size / 100, size / 100), dpi=100)
     canvas = FigureCanvasAgg(fig)
     ax = fig.add_axes((0, 0, 1, 1))
-    frames = []
+    frames: list[np.ndarray] = []
     for ep in episode_slices(trace):
         ax.clear()
         ax.set_axis_off()
         _draw_track(ax, bank, int(trace["track_id"][ep.start]))
         (trail,) = ax.plot([], [], color="tab:blue", lw=1.5, zorder=4)
-        dynamic: list[object] = []
+        dynamic: list[Artist] = []
         for t in range(ep.start, ep.stop):
             if len(frames) >= max_frames:
                 break

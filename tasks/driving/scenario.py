@@ -46,7 +46,7 @@ def place_obstacles(
 
 
 def place_traffic(
-    bank: TrackBank, tid: torch.Tensor, s0: torch.Tensor, num: int, speed: list[float], gen: torch.Generator
+    bank: TrackBank, tid: torch.Tensor, s0: torch.Tensor, num: int, speed: tuple[float, float], gen: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Arc length, lateral offset and speed (m/s), each ``(k, num)``, of traffic ahead of the starts ``s0``.
 

@@ -67,7 +67,7 @@ def apply(task: DrivingTask, ids: torch.Tensor, values: dict[str, torch.Tensor],
 
     on_track = given("max_curvature") | given("half_width")
     if on_track.any():
-        sub = {n: values[n][on_track] for n in ("max_curvature", "half_width") if n in values}
+        sub: dict[str, torch.Tensor] = {n: values[n][on_track] for n in ("max_curvature", "half_width") if n in values}
         task._start(ids[on_track], nearest_tracks(task, sub), gen)
     scene = given("obstacles") | given("traffic_speed")
     if scene.any():

@@ -90,7 +90,7 @@ class Track:
         return self.center + offset, self.center - offset
 
 
-def _spline_candidate(rng: np.random.Generator, params: TrackParams, num_points: int) -> Track | None:
+def _spline_candidate(rng: np.random.Generator, params: TrackParams, num_points: int) -> Track:
     k = int(rng.integers(params.control_points[0], params.control_points[1] + 1))
     angles = 2 * np.pi * (np.arange(k) + rng.uniform(-0.3, 0.3, k)) / k
     radii = rng.uniform(*params.radius, k)

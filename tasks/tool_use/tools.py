@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TypedDict
 
 import mujoco
 import numpy as np
@@ -37,9 +38,21 @@ HANDLE_DENSITY = (300.0, 600.0)
 HEAD_DENSITY = (800.0, 2000.0)
 NO_HEAD_HALF = 0.002
 
+Range = tuple[float, float]
+
+
+class FamilyRanges(TypedDict):
+    """Size distribution of one family (an entry of ``FAMILY_RANGES``)."""
+
+    p_box: float
+    handle_len: Range
+    handle_r: Range
+    head: tuple[Range, Range, Range] | None
+
+
 # Per family: handle shapes and their probability of "box"; full lengths/widths in metres.
 # handle: (length range, cross-section half-width range, half-height range or None for cylinder radius)
-FAMILY_RANGES: dict[str, dict[str, object]] = {
+FAMILY_RANGES: dict[str, FamilyRanges] = {
     "hammer": {"p_box": 0.5, "handle_len": (0.15, 0.30), "handle_r": (0.010, 0.018),
                "head": ((0.025, 0.045), (0.07, 0.12), (0.022, 0.035))},
     "screwdriver": {"p_box": 0.0, "handle_len": (0.08, 0.12), "handle_r": (0.012, 0.020),
