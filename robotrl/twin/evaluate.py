@@ -98,16 +98,15 @@ class ScenarioEvaluator:
         done = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
         done[m:] = True
         success = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
+        # nn.Module types attribute lookups as Tensor | Module; every load_policy module has both methods
+        if self.deterministic:
+            act = cast(Callable[[torch.Tensor], torch.Tensor], self.policy.act_inference)
+        else:
+            sample = cast(Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], self.policy.act)
+            act = lambda o: sample(o)[0]  # noqa: E731 - the sampled action of (action, log_prob)
         with torch.no_grad():
             for _ in range(env.max_episode_length + 1):
-                # nn.Module types attribute lookups as Tensor | Module; every load_policy module has both methods
-                if self.deterministic:
-                    act_inference = cast(Callable[[torch.Tensor], torch.Tensor], self.policy.act_inference)
-                    action = act_inference(obs["policy"])
-                else:
-                    act = cast(Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], self.policy.act)
-                    action = act(obs["policy"])[0]
-                obs, _, terminated, truncated, info = env.step(action)
+                obs, _, terminated, truncated, info = env.step(act(obs["policy"]))
                 if "episode" in info:
                     ended = (terminated | truncated).nonzero().squeeze(1)
                     first = ~done[ended]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from robotrl.tasks.base import TaskConfig
@@ -10,18 +9,6 @@ from robotrl.tasks.base import TaskConfig
 
 def _default_scales() -> dict[str, float]:
     return {"route_gain": 100.0, "infraction": 10.0}
-
-
-def bounds(name: str, value: Sequence[float]) -> tuple[float, float]:
-    """``(low, high)`` of the two-entry config range ``task.<name>``, its entries as given.
-
-    Raises:
-        ValueError: ``value`` does not have exactly two entries.
-
-    """
-    if len(value) != 2:
-        raise ValueError(f"task.{name} must be a range [low, high] of two numbers, got {list(value)}.")
-    return value[0], value[1]
 
 
 @dataclass

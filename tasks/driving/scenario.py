@@ -7,13 +7,15 @@ lateral offset (left of the driving direction is positive).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from robotrl.tasks.driving import constants as C
 from robotrl.tasks.driving.rewards import heading_segment, point_segment_distance, segment_segment_distance
 from robotrl.tasks.driving.route import TrackBank
 from robotrl.tasks.driving.scene import CURB_HALF, PARK, TRAFFIC_HALF_LENGTH, TRAFFIC_RADIUS
 
-from robotrl.rotations import uniform
+from robotrl.rotations import sample_range, uniform
 
 
 def along_route(
@@ -46,7 +48,7 @@ def place_obstacles(
 
 
 def place_traffic(
-    bank: TrackBank, tid: torch.Tensor, s0: torch.Tensor, num: int, speed: tuple[float, float], gen: torch.Generator
+    bank: TrackBank, tid: torch.Tensor, s0: torch.Tensor, num: int, speed: Sequence[float], gen: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Arc length, lateral offset and speed (m/s), each ``(k, num)``, of traffic ahead of the starts ``s0``.
 
@@ -58,7 +60,7 @@ def place_traffic(
     slot = (torch.arange(num, device=dev) + uniform(0.1, 0.6, (k, num), gen, dev)) / num
     s = s0[:, None] + 4.0 + slot * (length - 8.0)
     offset = uniform(-0.3, 0.3, (k, num), gen, dev) * hw
-    return s, offset, uniform(*speed, (k, num), gen, dev)
+    return s, offset, sample_range(speed, (k, num), gen, dev)
 
 
 def mocap_pose(

@@ -38,13 +38,13 @@ from robotrl.tasks.driving import observation as O
 from robotrl.tasks.driving import scenario
 from robotrl.tasks.driving import scenario_params as sp
 from robotrl.tasks.driving.car import ackermann_angles
-from robotrl.tasks.driving.config import DrivingConfig, bounds
+from robotrl.tasks.driving.config import DrivingConfig
 from robotrl.tasks.driving.rewards import carl_factors, time_to_collision
 from robotrl.tasks.driving.route import TrackBank, progress_delta, wrap_angle
 from robotrl.tasks.driving.scene import build_scene, obstacle_radii
 from robotrl.tasks.driving.track import TrackParams, track_set
 
-from robotrl.rotations import quat_rotate_inverse_wxyz, uniform, yaw_from_quat
+from robotrl.rotations import quat_rotate_inverse_wxyz, sample_range, uniform, yaw_from_quat
 
 INFRACTIONS = ("collision", "off_road", "wrong_way", "rollover")
 
@@ -238,7 +238,7 @@ class DrivingTask(Task):
             self.obstacle_xy[ids] = scenario.place_obstacles(bank, tid, s0, c.num_obstacles, gen)
         if c.num_traffic:
             self.traffic_s[ids], self.traffic_off[ids], self.traffic_v[ids] = scenario.place_traffic(
-                bank, tid, s0, c.num_traffic, bounds("traffic_speed", c.traffic_speed), gen
+                bank, tid, s0, c.num_traffic, c.traffic_speed, gen
             )
         self._write_mocap(ids)
 
@@ -287,15 +287,12 @@ class DrivingTask(Task):
         """Tyre friction, chassis mass and motor strength per world."""
         c, k, dev = self.cfg, ids.numel(), self.device
         friction = self._base_friction.expand(k, -1, -1).clone()
-        low, high = bounds("friction_range", c.friction_range)
-        friction[:, self._wheel_geoms, 0] *= uniform(low, high, (k, 1), gen, dev).double()
+        friction[:, self._wheel_geoms, 0] *= sample_range(c.friction_range, (k, 1), gen, dev).double()
         self.sim.set_model_field("geom_friction", ids, friction)
         mass = self._base_mass.expand(k, -1).clone()
-        low, high = bounds("mass_range", c.mass_range)
-        mass[:, self._chassis] *= uniform(low, high, (k,), gen, dev).double()
+        mass[:, self._chassis] *= sample_range(c.mass_range, (k,), gen, dev).double()
         self.sim.set_model_field("body_mass", ids, mass)
-        low, high = bounds("motor_range", c.motor_range)
-        motor = uniform(low, high, (k, 1), gen, dev).double()
+        motor = sample_range(c.motor_range, (k, 1), gen, dev).double()
         gain, bias = self._base_gain.expand(k, -1, -1).clone(), self._base_bias.expand(k, -1, -1).clone()
         gain[:, 2:, 0] *= motor
         bias[:, 2:, 2] *= motor
