@@ -88,18 +88,45 @@ def faults_of(values: dict) -> set[str]:
     return {f for f in values.get("faults", "").split(",") if f}
 
 
+def rearmed(values):
+    return values.get("mode") == "POLICY" and "rearm" in values.get("events", "")
+
+
+def rearm(robot, after: dict) -> dict:
+    """Send arm requests until the node reports a re-arm after status ``after``; that status."""
+    for _ in range(10):
+        robot.arm()
+        try:
+            return robot.wait_for(rearmed, timeout=6.0, after=after)
+        except AssertionError:  # refused (an input not fresh yet) or the request was lost: ask again
+            continue
+    raise AssertionError(f"no re-arm after 10 requests; last status: {robot.latest()}")
+
+
+def settle_in_policy(robot, periods: int = 10, tries: int = 3) -> dict:
+    """The first status ``periods`` node periods into a fault-free stretch of POLICY.
+
+    A stall of more than 3 periods in the robot peer (a thread of this test process) or in the
+    node's receive thread, which a loaded 2-core machine produces, most often while both sides
+    start, makes every input stale at once. The node latches ``stale:`` faults and HOLDs until it
+    is re-armed, which is correct behaviour and not what the tests using this are about, so such
+    faults (and only those) are answered with a re-arm, up to ``tries`` times.
+    """
+    status = robot.wait_for(lambda v: in_policy(v) or bool(faults_of(v)))
+    for _ in range(tries):
+        if in_policy(status) and not faults_of(status):
+            status = robot.wait_for(running_for(periods, status), after=status)
+            if in_policy(status) and not faults_of(status):
+                return status
+        assert faults_of(status) and all(f.startswith("stale:") for f in faults_of(status)), status
+        status = rearm(robot, status)
+    raise AssertionError(f"no {periods} fault-free periods in POLICY after {tries} re-arms; last: {status}")
+
+
 @pytest.mark.parametrize("peer_stall", [False, True], ids=["cut", "cut-during-peer-stall"])
 def test_stale_joint_states_hold_within_four_periods(rig, peer_stall):
     robot, proc = rig()
-    clean = robot.wait_for(in_policy)
-    for _ in range(3):  # 10 periods in POLICY with no fault (a stalled robot peer re-arms and tries again)
-        policy = clean
-        clean = robot.wait_for(running_for(10, policy), after=policy)
-        if clean["mode"] == "POLICY" and not faults_of(clean):
-            break
-        robot.arm()
-        clean = robot.wait_for(lambda v: v.get("mode") == "POLICY" and "rearm" in v.get("events", ""), after=clean)
-    assert clean["mode"] == "POLICY" and not faults_of(clean), clean
+    clean = settle_in_policy(robot)
     if peer_stall:  # the robot side stalls for ~7 periods as the joint states are cut
         with robot.stalled():
             time.sleep(0.1)
@@ -127,14 +154,13 @@ def test_stale_joint_states_hold_within_four_periods(rig, peer_stall):
     # ... and the fault stayed latched all along: no command from the policy before an explicit re-arm
     assert all(v["mode"] in ("HOLD", "DAMP") and "stale:joint_states" in faults_of(v)
                for v in robot.statuses_between(hold, fresh))
-    robot.arm()
-    robot.wait_for(lambda v: v.get("mode") == "POLICY" and "rearm" in v.get("events", ""), after=fresh)
+    rearm(robot, fresh)
     assert proc.poll() is None
 
 
 def test_bad_joint_states_are_dropped_and_counted(rig):
     robot, proc = rig()
-    robot.wait_for(in_policy)
+    settle_in_policy(robot)
     m = robot.msgs
     n = len(JOINTS)
     bad = {
@@ -180,8 +206,7 @@ def test_estop_heartbeat_loss_latches_until_rearm(rig):
 def test_sigint_sends_safe_command_and_exits_before_launch_escalates(rig):
     robot, proc = rig()
     robot.velocity = [2.0] * len(JOINTS)
-    policy = robot.wait_for(in_policy)
-    robot.wait_for(running_for(10, policy), after=policy)
+    settle_in_policy(robot)
     t0 = time.monotonic()
     proc.send_signal(2)
     proc.wait(30)
