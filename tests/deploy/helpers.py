@@ -284,3 +284,57 @@ def affine_policy(root: Path, joints: list[str], period: float, bias: float, kin
             "action_spec": {"kind": kind, "scale": [scale] * n, "offset": [0.0] * n, "default_pose": [0.0] * n}}
     (root / "policy.json").write_text(json.dumps(spec))
     return root / "policy.json"
+
+
+# --- status predicates and the re-arm a loaded machine may need --------------------------
+def in_policy(values):
+    return values.get("mode") == "POLICY"
+
+
+def periods_since(values: dict, source: str) -> int:
+    """Control periods between the node taking the last accepted ``source`` message and this status."""
+    return int(values["ticks"]) - 1 - int(values[f"tick/{source}"])
+
+
+def running_for(periods: int, since: dict):
+    """Predicate: a status at least ``periods`` node periods after status ``since``."""
+    return lambda v: int(v["ticks"]) >= int(since["ticks"]) + periods
+
+
+def faults_of(values: dict) -> set[str]:
+    return {f for f in values.get("faults", "").split(",") if f}
+
+
+def rearmed(values):
+    return values.get("mode") == "POLICY" and "rearm" in values.get("events", "")
+
+
+def rearm(robot, after: dict) -> dict:
+    """Send arm requests until the node reports a re-arm after status ``after``; that status."""
+    for _ in range(10):
+        robot.arm()
+        try:
+            return robot.wait_for(rearmed, timeout=6.0, after=after)
+        except AssertionError:  # refused (an input not fresh yet) or the request was lost: ask again
+            continue
+    raise AssertionError(f"no re-arm after 10 requests; last status: {robot.latest()}")
+
+
+def settle_in_policy(robot, periods: int = 10, tries: int = 3, after: dict | None = None) -> dict:
+    """The first status ``periods`` node periods into a fault-free stretch of POLICY (after ``after``).
+
+    A stall of more than 3 periods in the robot peer (a thread of this test process) or in the
+    node's receive thread, which a loaded 2-core machine produces, most often while both sides
+    start, makes every input stale at once. The node latches ``stale:`` faults and HOLDs until it
+    is re-armed, which is correct behaviour and not what the tests using this are about, so such
+    faults (and only those) are answered with a re-arm, up to ``tries`` times.
+    """
+    status = robot.wait_for(lambda v: in_policy(v) or bool(faults_of(v)), after=after)
+    for _ in range(tries):
+        if in_policy(status) and not faults_of(status):
+            status = robot.wait_for(running_for(periods, status), after=status)
+            if in_policy(status) and not faults_of(status):
+                return status
+        assert faults_of(status) and all(f.startswith("stale:") for f in faults_of(status)), status
+        status = rearm(robot, status)
+    raise AssertionError(f"no {periods} fault-free periods in POLICY after {tries} re-arms; last: {status}")

@@ -427,7 +427,7 @@ def test_tool_use_commands_every_period_and_stale_object_pose_holds(tool_use_exp
     controller while the tool's pose streams; when the pose stops, HOLD within 4 periods (latched)."""
     from robotrl.deploy import msgs
 
-    from tests.deploy.helpers import DdsRobotPeer
+    from tests.deploy.helpers import DdsRobotPeer, faults_of, in_policy, rearm, running_for, settle_in_policy
 
     spec = json.loads(tool_use_export[2].read_text())
     domain = free_domain()
@@ -440,8 +440,13 @@ def test_tool_use_commands_every_period_and_stale_object_pose_holds(tool_use_exp
     node = spawn(["robotrl.deploy.node", f"policy:={tool_use_export[2]}", f"robot:={tool_use_profile(tmp_path)}",
                   "transport:=cyclonedds", "log_level:=WARNING"], domain, tmp_path / "node.log")
     try:
-        first = robot.wait_for(lambda v: v.get("mode") == "POLICY")
-        later = robot.wait_for(lambda v: int(v["ticks"]) >= int(first["ticks"]) + 50, after=first)
+        later = None
+        for _ in range(3):  # a 50-period window with no fault (a stall > 3 periods latches stale: faults)
+            first = settle_in_policy(robot, periods=0, after=later)
+            later = robot.wait_for(running_for(50, first), after=first)
+            if in_policy(later) and not faults_of(later):
+                break
+        assert in_policy(later) and not faults_of(later), later
         ticks = int(later["ticks"]) - int(first["ticks"])
         # one command per control period (the node's own count) ...
         assert int(later["sent:POLICY"]) - int(first["sent:POLICY"]) == ticks
@@ -460,8 +465,7 @@ def test_tool_use_commands_every_period_and_stale_object_pose_holds(tool_use_exp
         accepted = int(hold["accepted/object_pose"])
         fresh = robot.wait_for(lambda v: int(v["accepted/object_pose"]) >= accepted + 20, after=hold)
         assert fresh["mode"] == "HOLD"  # latched until an explicit re-arm
-        robot.arm()
-        robot.wait_for(lambda v: v.get("mode") == "POLICY" and "rearm" in v.get("events", ""), after=fresh)
+        rearm(robot, fresh)
         assert node.poll() is None
     finally:
         assert stop(node) == 0, (tmp_path / "node.log").read_text()[-2000:]
