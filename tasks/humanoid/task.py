@@ -108,6 +108,10 @@ class HumanoidTask(Task):
         # periods in control steps of the clocked events (command resample, then pushes if enabled): (E, 1)
         periods = [self._resample_every] + ([self._push_every] if self._push_every else [])
         self._event_periods = torch.tensor(periods, device=dev).unsqueeze(1)
+        # Control steps until the first world can have an event due: a lower bound kept on the host,
+        # so a step with nothing due pays no tensor check (and no host sync on a GPU). A reset (its
+        # world's clock to 0) never makes it too late: no world is more than min(periods) from its next.
+        self._until_due = min(periods)
         ranges = {"cmd_vx": self.cfg.cmd_vx, "cmd_yaw": self.cfg.cmd_yaw}
         for name, r in ranges.items():
             if len(r) != 2 or r[0] > r[1]:
@@ -236,12 +240,15 @@ class HumanoidTask(Task):
     def update(self, gen: torch.Generator) -> None:
         """Advance clocks; resample due commands and apply due pushes, drawing from ``gen``."""
         self.steps += 1
-        due = self.steps % self._event_periods == 0  # (E, N): one check for every clocked event
-        if due.any():  # rare: a common step pays for no nonzero()
+        self._until_due -= 1
+        if self._until_due <= 0:  # some world may be due: check them all, once per event period at most
+            phase = self.steps % self._event_periods  # (E, N): one check for every clocked event
+            due = phase == 0
             if due[0].any():
                 self._resample(due[0].nonzero().squeeze(1), gen)
             if self._push_every:
                 self._push(due[1], gen)
+            self._until_due = int((self._event_periods - phase).min())
         self._state = self._base_state()
         self._fwd_sum += self._vx
 
