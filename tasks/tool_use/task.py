@@ -231,6 +231,7 @@ class ToolUseTask(Task):
         self.tool_id = z(dt=torch.long)
         self.bbox_center, self.bbox_half, self.rest_z, self._spawn_z = z(3), z(3), z(), z()
         self.kp_local = z(8, 3)
+        self._palm_home = torch.tensor(C.PALM_HOME_POS, device=dev)
         self.spawn_pos, self.spawn_quat = z(3), z(4)
         self.goal_pos, self.goal_quat = z(3), z(4)
         self.targets, self.prev_targets = z(self.action_dim), z(self.action_dim)
@@ -396,19 +397,20 @@ class ToolUseTask(Task):
     def _tool_pose(self) -> torch.Tensor:
         return self.qpos[:, self._tq:self._tq + 7].float()
 
-    def _tip_distance(self) -> torch.Tensor:
-        pose = self._tool_pose()
-        tips = self.site_xpos[:, self._tips].float()
+    # ``pose`` / ``tips`` below: this state's ``_tool_pose()`` / fingertip positions, where the caller has them
+    def _tip_distance(self, pose: torch.Tensor | None = None, tips: torch.Tensor | None = None) -> torch.Tensor:
+        pose = self._tool_pose() if pose is None else pose
+        tips = self.site_xpos[:, self._tips].float() if tips is None else tips
         return R.box_distance(tips, pose[:, :3], pose[:, 3:], self.bbox_center, self.bbox_half)
 
-    def _kp_goal_distance(self) -> torch.Tensor:
-        pose = self._tool_pose()
+    def _kp_goal_distance(self, pose: torch.Tensor | None = None) -> torch.Tensor:
+        pose = self._tool_pose() if pose is None else pose
         kp = R.to_world(pose[:, :3], pose[:, 3:], self.kp_local)
         return R.max_keypoint_distance(kp, R.to_world(self.goal_pos, self.goal_quat, self.kp_local))
 
-    def goal_errors(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def goal_errors(self, pose: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Position (m) and orientation (rad) error ``(N,)`` of the tool frame to its goal."""
-        pose = self._tool_pose()
+        pose = self._tool_pose() if pose is None else pose
         return (pose[:, :3] - self.goal_pos).norm(dim=1), quat_angle_between(pose[:, 3:], self.goal_quat)
 
     def update(self, gen: torch.Generator) -> None:
@@ -417,20 +419,20 @@ class ToolUseTask(Task):
         if self._goal_stale:
             self._redraw_goals(gen)
         self.steps += 1
-        height = self._tool_pose()[:, 2] - self.rest_z
-        tip = self._tip_distance()
+        pose, tips = self._tool_pose(), self.site_xpos[:, self._tips].float()  # nothing below moves tool or hand
+        height = pose[:, 2] - self.rest_z
+        tip = self._tip_distance(pose, tips)
         self.reached |= tip.amax(dim=1) < c.reach_dist
         tip_gain, self.best_tip = R.fingertip_approach(self.best_tip, tip, ~self.lifted)
-        pose = self._tool_pose()
-        grasp = R.grasp(self.site_xpos[:, self._tips].float(), tip, pose[:, :3], pose[:, 3:], self.bbox_center,
-                        self.bbox_half, c.reach_dist, ~self.lifted)
+        grasp = R.grasp(tips, tip, pose[:, :3], pose[:, 3:], self.bbox_center, self.bbox_half, c.reach_dist,
+                        ~self.lifted)
         held = tip.mean(dim=1) < c.lift_hand_dist  # a tool knocked into the air is not lifted
         newly_lifted = ~self.lifted & (height >= c.lift_height) & held
         self.lifted |= newly_lifted
-        kp_dist = self._kp_goal_distance()
+        kp_dist = self._kp_goal_distance(pose)
         self.best_kp = torch.where(newly_lifted, kp_dist, self.best_kp)
         keypoint_gain, self.best_kp = R.keypoint_progress(self.best_kp, kp_dist, self.lifted)
-        pos_err, rot_err = self.goal_errors()
+        pos_err, rot_err = self.goal_errors(pose)
         pos_tol, rot_tol = self.curriculum.goal_tolerances()
         near = (pos_err < pos_tol) & (rot_err < rot_tol)
         self.near_steps = torch.where(near, self.near_steps + 1, torch.zeros_like(self.near_steps))
@@ -439,9 +441,9 @@ class ToolUseTask(Task):
         hit = goal_reached.nonzero().squeeze(1)
         if hit.numel():
             self._new_goal(hit, gen)
-            self.best_kp[hit] = self._kp_goal_distance()[hit]
+            self.best_kp[hit] = self._kp_goal_distance(pose)[hit]
         self.dropped = self.lifted & (height < c.drop_height)
-        pos = self._tool_pose()[:, :3]
+        pos = pose[:, :3]
         self.fell = (pos[:, 2] < -0.05) | ((pos[:, :2] - self.spawn_pos[:, :2]).norm(dim=1) > 0.6)
         self.step_measures = StepMeasures(tip_gain=tip_gain, grasp=grasp, held=held, height=height,
                                           newly_lifted=newly_lifted, keypoint_gain=keypoint_gain, goal_dist=kp_dist,
@@ -488,34 +490,39 @@ class ToolUseTask(Task):
         self._pose_hist = torch.roll(self._pose_hist, 1, dims=0)
         self._pose_hist[0] = torch.cat([noisy_pos, noisy_quat], dim=1)
 
-    def _observed_pose(self) -> torch.Tensor:
-        """Tool pose the policy sees: the true pose, or a noisy one ``_pose_delay`` steps old."""
-        if not (self.cfg.randomize and self.cfg.dr_object_pose):
-            return self._tool_pose()
-        return self._pose_hist[self._pose_delay, self._arange]
-
-    def _policy_obs(self, pose: torch.Tensor) -> torch.Tensor:
-        kp = R.to_world(pose[:, :3], pose[:, 3:], self.kp_local)
-        goal_kp = R.to_world(self.goal_pos, self.goal_quat, self.kp_local)
+    def _obs_parts(self) -> list[torch.Tensor]:
+        """What ``_policy_obs`` needs that is not the tool pose: goal keypoints, palm, fingertips, then the rest."""
         palm_pos = self.xpos[:, self._palm].float()
         span = (self.hi - self.lo).clamp(min=1e-6)
+        return [
+            R.to_world(self.goal_pos, self.goal_quat, self.kp_local), palm_pos, self.site_xpos[:, self._tips].float(),
+            2 * (self.qpos[:, self._qadr].float() - self.lo) / span - 1,
+            self.qvel[:, self._dadr].float() * 0.1,
+            palm_pos - self._palm_home,
+            self.xquat[:, self._palm].float(),
+            2 * (self.targets - self.lo) / span - 1,
+            self.lifted.float()[:, None],
+        ]
+
+    def _policy_obs(self, pose: torch.Tensor, parts: list[torch.Tensor]) -> torch.Tensor:
+        """The policy observation for tool pose ``pose`` ``(N, 7)``; ``parts``: this state's ``_obs_parts()``."""
+        goal_kp, palm_pos, tips, *rest = parts
+        kp = R.to_world(pose[:, :3], pose[:, 3:], self.kp_local)
         return torch.cat([
             (kp - palm_pos[:, None]).flatten(1),
             (kp - goal_kp).flatten(1),
             self.bbox_half * 10.0,
-            (self.site_xpos[:, self._tips].float() - pose[:, None, :3]).flatten(1),
-            2 * (self.qpos[:, self._qadr].float() - self.lo) / span - 1,
-            self.qvel[:, self._dadr].float() * 0.1,
-            palm_pos - torch.tensor(C.PALM_HOME_POS, device=self.device),
-            self.xquat[:, self._palm].float(),
-            2 * (self.targets - self.lo) / span - 1,
-            self.lifted.float()[:, None],
+            (tips - pose[:, None, :3]).flatten(1),
+            *rest,
         ], dim=1)
 
     def observe(self) -> dict[str, torch.Tensor]:
         """Policy: keypoints, scale, joints, palm pose, targets (noisy, delayed); critic: true + extras."""
-        true_obs = self._policy_obs(self._tool_pose())
-        policy = self._policy_obs(self._observed_pose())
+        pose, parts = self._tool_pose(), self._obs_parts()
+        true_obs = self._policy_obs(pose, parts)
+        policy = true_obs  # the policy sees the true pose, or with object-pose DR a noisy one _pose_delay steps old
+        if self.cfg.randomize and self.cfg.dr_object_pose:
+            policy = self._policy_obs(self._pose_hist[self._pose_delay, self._arange], parts)
         if self.cfg.randomize and self.cfg.obs_delay_max > 0:
             if self._obs_hist is None:
                 self._obs_hist = policy.expand(self.cfg.obs_delay_max + 1, -1, -1).clone()
@@ -528,12 +535,12 @@ class ToolUseTask(Task):
             self._obs_hist[0] = policy
             policy = self._obs_hist[self._obs_delay, self._arange]
         self._fresh[:] = False
-        pos_err, rot_err = self.goal_errors()
+        pos_err, rot_err = self.goal_errors(pose)
         privileged = torch.cat([
             self.qvel[:, self._tv:self._tv + 6].float(),
             self._fields["body_mass"][:, self._tool_body, None].float(),
             self.friction_scale[:, None], self.damping_scale[:, None], self.gain_scale.mean(1, keepdim=True),
-            self._tip_distance(), pos_err[:, None], rot_err[:, None],
+            self._tip_distance(pose, parts[2]), pos_err[:, None], rot_err[:, None],
             torch.full((self.num_envs, 1), self.stage / 2.0, device=self.device),
         ], dim=1)
         return {"policy": policy, "critic": torch.cat([true_obs, privileged], dim=1)}

@@ -252,7 +252,8 @@ def test_observation_delay_and_object_pose_delay():
         poses.append(task._tool_pose().clone())
         palms.append(task.xpos[:, task._palm].float().clone())
         seen.append(obs["policy"].clone())
-    assert torch.allclose(task._observed_pose(), poses[-4])  # the tool pose the policy sees lags 3 steps
+    seen_pose = task._pose_hist[task._pose_delay, task._arange]
+    assert torch.allclose(seen_pose, poses[-4])  # the tool pose the policy sees lags 3 steps
     for t in range(5, 8):
         # proprioception and the rest lag 2 steps (the whole observation is delayed) ...
         assert torch.allclose(seen[t][:, 63:], true_obs[t - 2][:, 63:], atol=1e-6)
