@@ -63,22 +63,17 @@ def point_segment_distance(p: torch.Tensor, a: torch.Tensor, b: torch.Tensor) ->
 def segment_segment_distance(a0: torch.Tensor, a1: torch.Tensor, b0: torch.Tensor, b1: torch.Tensor) -> torch.Tensor:
     """Distance ``(...)`` between 2-D segments ``a0``-``a1`` and ``b0``-``b1`` (``(..., 2)``, broadcast).
 
-    For segments that do not cross, the minimum is attained at an end point of one of them.
+    For segments that do not cross, the minimum is attained at an end point of one of them. The
+    four end-point distances and the four orientation tests each run as one batched call (rows
+    stacked on a new leading dim): a third of the ops of calling them one by one, same values.
     """
-    d = torch.stack(
-        [
-            point_segment_distance(a0, b0, b1),
-            point_segment_distance(a1, b0, b1),
-            point_segment_distance(b0, a0, a1),
-            point_segment_distance(b1, a0, a1),
-        ],
-        dim=-1,
-    ).amin(-1)
-
-    def orient(p: torch.Tensor, q: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        return (q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1]) - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0])
-
-    crossing = (orient(a0, a1, b0) * orient(a0, a1, b1) < 0) & (orient(b0, b1, a0) * orient(b0, b1, a1) < 0)
+    a0, a1, b0, b1 = torch.broadcast_tensors(a0, a1, b0, b1)
+    ends, starts, stops = torch.stack([a0, a1, b0, b1]), torch.stack([b0, b0, a0, a0]), torch.stack([b1, b1, a1, a1])
+    d = point_segment_distance(ends, starts, stops).amin(0)
+    # orientation of each end point against the other segment: rows (a0a1, b0), (a0a1, b1), (b0b1, a0), (b0b1, a1)
+    p, q, r = torch.stack([a0, a0, b0, b0]), torch.stack([a1, a1, b1, b1]), torch.stack([b0, b1, a0, a1])
+    o = (q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1]) - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0])
+    crossing = (o[0] * o[1] < 0) & (o[2] * o[3] < 0)
     return torch.where(crossing, torch.zeros_like(d), d)
 
 

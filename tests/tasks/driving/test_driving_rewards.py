@@ -61,6 +61,11 @@ def test_segment_distances():
         torch.tensor([[2.0, 0.5], [2.0, 0.0], [1.0, 1.0]]),
     )
     torch.testing.assert_close(d, torch.tensor([0.5, 0.0, 0.3]))
+    # broadcast, as the collision check calls it: one car segment (1, 2) against every vehicle's (3, 2)
+    one = segment_segment_distance(torch.tensor([[0.0, 0.0]]), torch.tensor([[2.0, 0.0]]),
+                                   torch.tensor([[0.0, 0.5], [1.0, -1.0], [3.0, 0.0]]),
+                                   torch.tensor([[2.0, 0.5], [1.0, 1.0], [4.0, 0.0]]))
+    torch.testing.assert_close(one, torch.tensor([0.5, 0.0, 1.0]))
     lo, hi = heading_segment(torch.tensor([[1.0, 1.0]]), torch.tensor([math.pi / 2]), 0.5)
     torch.testing.assert_close(lo, torch.tensor([[1.0, 0.5]]))
     torch.testing.assert_close(hi, torch.tensor([[1.0, 1.5]]))
