@@ -519,6 +519,7 @@ class ToolUseTask(Task):
     def observe(self) -> dict[str, torch.Tensor]:
         """Policy: keypoints, scale, joints, palm pose, targets (noisy, delayed); critic: true + extras."""
         pose, parts = self._tool_pose(), self._obs_parts()
+        tips = parts[2]  # _obs_parts(): goal keypoints, palm, fingertips, ...
         true_obs = self._policy_obs(pose, parts)
         policy = true_obs  # the policy sees the true pose, or with object-pose DR a noisy one _pose_delay steps old
         if self.cfg.randomize and self.cfg.dr_object_pose:
@@ -540,7 +541,7 @@ class ToolUseTask(Task):
             self.qvel[:, self._tv:self._tv + 6].float(),
             self._fields["body_mass"][:, self._tool_body, None].float(),
             self.friction_scale[:, None], self.damping_scale[:, None], self.gain_scale.mean(1, keepdim=True),
-            self._tip_distance(pose, parts[2]), pos_err[:, None], rot_err[:, None],
+            self._tip_distance(pose, tips), pos_err[:, None], rot_err[:, None],
             torch.full((self.num_envs, 1), self.stage / 2.0, device=self.device),
         ], dim=1)
         return {"policy": policy, "critic": torch.cat([true_obs, privileged], dim=1)}

@@ -135,7 +135,7 @@ def test_bad_joint_states_are_dropped_and_counted(rig):
     # Dropped messages never fault the node. (On a loaded machine a process stall longer than 3
     # periods can still make every input stale at once; that latches a stale: fault, which is
     # correct behaviour and not what this test is about, so only stale: faults are tolerated.)
-    faults = [f for f in values.get("faults", "").split(",") if f]
+    faults = faults_of(values)
     assert all(f.startswith("stale:") for f in faults), values
     assert values["mode"] == ("POLICY" if not faults else "HOLD") and proc.poll() is None
     assert int(values["accepted/joint_states"]) > 10
