@@ -34,6 +34,9 @@ class ToolUseConfig(TaskConfig):
             from the env's generator).
         tools_per_family: tool instances per family in the pool of the current ``split``
             (``train``, ``heldout`` = new instances of training families, ``heldout_family``).
+        tool_size_scale: range of a size multiplier per pool tool (handle and head; densities kept, so
+            mass goes with its cube). ``[1, 1]`` is the pool as generated; a stress test of
+            bigger or smaller tools than training saw: ``task.tool_size_scale=[1.2,1.3]``.
         arm_action_scale: rad (or m for the floating wrist's slides) of arm-target change per
             control step at action 1 (arm targets are relative).
         hand_action_ema: smoothing of the absolute hand targets (1 = no smoothing).
@@ -88,6 +91,7 @@ class ToolUseConfig(TaskConfig):
     arm: str = "kuka_iiwa"
     tool_seed: int = 0
     tools_per_family: int = 16
+    tool_size_scale: list[float] = field(default_factory=lambda: [1.0, 1.0])
     arm_action_scale: float = 0.04
     hand_action_ema: float = 0.5
     lift_height: float = 0.15

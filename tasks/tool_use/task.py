@@ -151,7 +151,7 @@ class ToolUseTask(Task):
         super().__init__(cfg, num_envs, device)
         if cfg.arm not in hand.ARMS:
             raise ValueError(f"Unknown tool_use arm {cfg.arm!r}; valid arms: {', '.join(hand.ARMS)}.")
-        self.pool = tools.tool_pool(cfg.split, cfg.tools_per_family, cfg.tool_seed)
+        self.pool = tools.tool_pool(cfg.split, cfg.tools_per_family, cfg.tool_seed, tuple(cfg.tool_size_scale))
         self.arm_joints = list(C.ARM_JOINTS if cfg.arm == "kuka_iiwa" else C.FLOATING_JOINTS)
 
     # --- model -----------------------------------------------------------------------

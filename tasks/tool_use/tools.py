@@ -20,7 +20,7 @@ Tool frame: origin at the handle centre, handle along +x, head centred at
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypedDict
 
 import mujoco
@@ -154,12 +154,38 @@ def split_families(split: str) -> tuple[str, ...]:
     return HELDOUT_FAMILIES if split == "heldout_family" else TRAIN_FAMILIES
 
 
-def tool_pool(split: str, per_family: int, seed: int = 0) -> list[ToolSpec]:
-    """``per_family`` tools of every family of ``split`` (train and held-out indices never overlap)."""
+def scaled_tool(tool: ToolSpec, factor: float) -> ToolSpec:
+    """``tool`` with every size multiplied by ``factor`` (densities kept: mass scales with ``factor**3``)."""
+    def mul(half: tuple[float, float, float]) -> tuple[float, float, float]:
+        return (half[0] * factor, half[1] * factor, half[2] * factor)
+
+    return replace(tool, handle_half=mul(tool.handle_half),
+                   head_half=None if tool.head_half is None else mul(tool.head_half))
+
+
+def tool_pool(split: str, per_family: int, seed: int = 0,
+              scale: tuple[float, float] = (1.0, 1.0)) -> list[ToolSpec]:
+    """``per_family`` tools of every family of ``split`` (train and held-out indices never overlap).
+
+    ``scale``: range of a size multiplier, one per tool, drawn uniformly from its own stream of
+    ``(seed, family, index)``, so the pool's shapes and densities are those of ``scale=(1, 1)``.
+
+    Raises:
+        ValueError: ``per_family < 1``, or ``scale`` is not ``(low, high)`` with ``0 < low <= high``.
+
+    """
     if per_family < 1:
         raise ValueError(f"tools_per_family must be >= 1, got {per_family}.")
+    low, high = (float(v) for v in scale)
+    if not 0.0 < low <= high:
+        raise ValueError(f"tool_size_scale must be [low, high] with 0 < low <= high, got {list(scale)}.")
     offset = HELDOUT_INDEX_OFFSET if split == "heldout" else 0
-    return [sample_tool(f, offset + i, seed) for f in split_families(split) for i in range(per_family)]
+    pool = [sample_tool(f, offset + i, seed) for f in split_families(split) for i in range(per_family)]
+    if (low, high) == (1.0, 1.0):
+        return pool
+    factors = [np.random.default_rng([int(seed), FAMILIES.index(t.family), t.index, 1]).uniform(low, high)
+               for t in pool]
+    return [scaled_tool(t, float(f)) for t, f in zip(pool, factors, strict=True)]
 
 
 _CYL_QUAT = (np.sqrt(0.5), 0.0, np.sqrt(0.5), 0.0)  # rotates the cylinder's z axis onto x

@@ -261,3 +261,16 @@ def test_observation_delay_and_object_pose_delay():
         kp = R.to_world(poses[t - 5][:, :3], poses[t - 5][:, 3:], task.kp_local)
         assert torch.allclose(seen[t][:, :24], (kp - palms[t - 2][:, None]).flatten(1), atol=1e-5)
         assert (seen[t][:, :24] - true_obs[t - 2][:, :24]).abs().max() > 1e-3  # a real lag, not a no-op
+
+
+def test_tool_size_scale_reaches_every_world_and_the_observed_tool_extents():
+    plain, bigger = make(8), make(8, tool_size_scale=[1.25, 1.25])
+    for env in (plain, bigger):
+        env.reset()
+    # the same tool draws (same seed), each 1.25x the size in every world's model and in the observation
+    assert torch.equal(plain.task.tool_id, bigger.task.tool_id)
+    torch.testing.assert_close(bigger.task.bbox_half, 1.25 * plain.task.bbox_half)
+    body = plain.sim.model.body("tool").id
+    masses = [env.sim.model_field("body_mass")[:, body] for env in (plain, bigger)]
+    assert torch.equal(plain.task.mass_scale, bigger.task.mass_scale)  # same randomization draws
+    torch.testing.assert_close(masses[1], 1.25**3 * masses[0], rtol=1e-6, atol=0)  # density kept

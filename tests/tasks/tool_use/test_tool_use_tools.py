@@ -89,3 +89,29 @@ def test_every_family_settles_without_blowup(family):
         assert min(data.contact.dist[: data.ncon]) > -2e-3
         assert 0.0 < data.qpos[2] <= float(tool.bbox()[1].max())
         assert max(z_top) <= T.rest_height(tool) + 0.05 + 1e-3  # never bounced above the drop height
+
+
+def test_tool_size_scale_multiplies_every_size_within_range_and_keeps_shapes_and_densities():
+    plain = T.tool_pool("train", 4, seed=3)
+    assert T.tool_pool("train", 4, seed=3, scale=(1.0, 1.0)) == plain  # the default pool, untouched
+    bigger = T.tool_pool("train", 4, seed=3, scale=(1.2, 1.3))
+    factors = []
+    for a, b in zip(plain, bigger, strict=True):
+        assert (b.family, b.index, b.handle_shape) == (a.family, a.index, a.handle_shape)
+        assert (b.handle_density, b.head_density) == (a.handle_density, a.head_density)
+        f = np.asarray(b.handle_half) / np.asarray(a.handle_half)
+        np.testing.assert_allclose(f, f[0], rtol=1e-12)  # one factor for every size of a tool
+        if a.head_half is not None:
+            np.testing.assert_allclose(np.asarray(b.head_half) / np.asarray(a.head_half), f[0], rtol=1e-12)
+        factors.append(f[0])
+    assert 1.2 <= min(factors) and max(factors) <= 1.3 and np.ptp(factors) > 0.02  # drawn per tool
+    # mass goes with the cube of the factor (density kept)
+    m_plain, m_big = T.tool_fields(plain).body_mass, T.tool_fields(bigger).body_mass
+    np.testing.assert_allclose(m_big / m_plain, np.asarray(factors) ** 3, rtol=1e-6)
+    assert T.tool_pool("train", 4, seed=3, scale=(1.2, 1.3)) == bigger  # deterministic
+
+
+@pytest.mark.parametrize("scale", [(0.0, 1.0), (1.3, 1.2), (-1.0, -0.5)])
+def test_tool_size_scale_rejects_ranges_that_are_not_positive_and_ordered(scale):
+    with pytest.raises(ValueError, match="tool_size_scale"):
+        T.tool_pool("train", 2, scale=scale)
