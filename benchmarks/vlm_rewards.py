@@ -198,6 +198,12 @@ GOALS = {  # goal, baseline per wording split; "seen" sentences are in the encod
 }
 
 
+# Fall height (task.healthy_z) of the pose demo per goal. An upright kneel puts the torso at 0.75-0.90 m
+# (median 0.82 over the kneeling poses of robotrl.rewards.captions.humanoid_pose), so the velocity task's
+# 0.8 m would end a third of kneeling episodes as falls; 0.6 m still ends sitting and lying down.
+POSE_HEALTHY_Z = {"kneeling": (0.6, 2.1)}
+
+
 def auc(scores: torch.Tensor, positive: torch.Tensor) -> float:
     """Probability that a random positive frame scores above a random negative one (ties count half)."""
     pos, neg = scores[positive], scores[~positive]
@@ -381,7 +387,7 @@ def _encoder_note(task: str) -> str:
 
 
 def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
-    """Humanoid: VLM-RM + alive bonus (seen and unseen goal wording) vs random vs velocity tracking.
+    """Humanoid: VLM-RM + alive bonus (seen and unseen goal wording) vs random, velocity tracking and alive only.
 
     Every key starts with ``pose_<pose>_``, so runs of different poses sit side by side in the
     JSON; the budget, the scoring period and the scale are saved with the figures. Every learner
@@ -393,6 +399,9 @@ def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
     pose = args.pose
     p = f"pose_{pose}_" + (f"{args.pose_prefix}_" if args.pose_prefix else "")
     common = ["task=humanoid", f"sim.num_envs={args.demo_worlds}", "sim.nthread=1"]
+    healthy_z = tuple(args.pose_healthy_z) if args.pose_healthy_z else POSE_HEALTHY_Z.get(pose)
+    if healthy_z:  # every learner and the random policy: the same fall height
+        common.append(f"task.healthy_z=[{healthy_z[0]:g},{healthy_z[1]:g}]")
     runs = {}
     for split in ("seen", "unseen"):
         goal, baseline = GOALS[pose][split]
@@ -400,6 +409,7 @@ def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
                                    f'reward.baseline="{baseline}"', f"reward.scale={args.vlm_scale}",
                                    f"reward.every={args.pose_every}"]
     runs["velocity_tracking"] = common
+    runs["alive_only"] = [*common, *ZERO_BUT_ALIVE]  # the control: what the alive bonus alone teaches
     arms = args.pose_arms.split(",") if args.pose_arms else list(runs)
     if unknown := set(arms) - set(runs):
         raise SystemExit(f"--pose-arms: unknown {sorted(unknown)}; valid: {', '.join(runs)}")
@@ -407,11 +417,13 @@ def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
     out: dict[str, float | str] = {
         f"{p}eval_worlds": 32, f"{p}eval_steps": 200, f"{p}train_budget_s": args.pose_seconds,
         f"{p}every": args.pose_every, f"{p}vlm_scale": args.vlm_scale, f"{p}train_worlds": args.demo_worlds,
+        f"{p}healthy_z": str(list(healthy_z)) if healthy_z else "task default",
         f"{p}command": (f"python benchmarks/vlm_rewards.py pose --pose {pose} --pose-every {args.pose_every} "
                         f"--pose-seconds {args.pose_seconds:g} --vlm-scale {args.vlm_scale:g} "
                         f"--demo-worlds {args.demo_worlds} --pose-seed {args.pose_seed}"
                         + (f" --pose-arms {args.pose_arms}" if args.pose_arms else "")
-                        + (f" --pose-prefix {args.pose_prefix}" if args.pose_prefix else "")),
+                        + (f" --pose-prefix {args.pose_prefix}" if args.pose_prefix else "")
+                        + (f" --pose-healthy-z {healthy_z[0]:g} {healthy_z[1]:g}" if healthy_z else "")),
         f"{p}train_seed": args.pose_seed, **load_avg(f"{p}start")}
     t0 = time.perf_counter()
     for name, overrides in runs.items():
@@ -419,7 +431,10 @@ def pose_demo(args: argparse.Namespace) -> dict[str, float | str]:
         out |= {f"{p}{name}_{k}": v for k, v in pose_eval(DEMO_DIR / f"{p}{name}", pose).items()}
         if name.startswith("vlm_rm"):
             out[f"{p}{name}_encoder"] = _encoder_note("humanoid")
-    out |= {f"{p}random_{k}": v for k, v in pose_eval(None, pose).items()}
+    from robotrl.tasks import config_class
+
+    random_cfg = config_class("humanoid")(randomize=False, **({"healthy_z": list(healthy_z)} if healthy_z else {}))
+    out |= {f"{p}random_{k}": v for k, v in pose_eval(None, pose, task_cfg=random_cfg).items()}
     out[f"{p}wall_s"] = time.perf_counter() - t0
     return out | load_avg(f"{p}end")
 
@@ -629,10 +644,13 @@ def main() -> None:
     p.add_argument("--pose", default="kneeling", choices=sorted(GOALS), help="goal pose of the pose demo")
     p.add_argument("--pose-seconds", type=float, default=400.0, help="training budget of each pose demo run")
     p.add_argument("--pose-arms", default="", help="pose demo: comma-separated learners to run (default all: "
-                   "vlm_rm_seen,vlm_rm_unseen,velocity_tracking); the random policy is always evaluated")
+                   "vlm_rm_seen,vlm_rm_unseen,velocity_tracking,alive_only); the random policy is always evaluated")
     p.add_argument("--pose-seed", type=int, default=0, help="pose demo: the training seed of every learner")
     p.add_argument("--pose-prefix", default="", help="pose demo: keys become pose_<pose>_<prefix>_... (a repeat "
                    "with another seed or encoder beside the main keys); set ROBOTRL_ENCODER_DIR to pick the encoder")
+    p.add_argument("--pose-healthy-z", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
+                   help="pose demo: task.healthy_z of every learner and of the random policy (default: "
+                   "POSE_HEALTHY_Z for the pose, else the task's; 0.8 2.1 is what runs before it used)")
     p.add_argument("--pose-every", type=int, default=4, help="score every k-th step in the pose demo's VLM runs")
     p.add_argument("--vlm-scale", type=float, default=10.0, help="reward.scale of the pose demo's VLM-RM term")
     p.add_argument("--every", type=int, default=2, help="score every k-th step in the driving demo's CLG run")
