@@ -176,9 +176,9 @@ def tool_pool(split: str, per_family: int, seed: int = 0,
     """
     if per_family < 1:
         raise ValueError(f"tools_per_family must be >= 1, got {per_family}.")
-    low, high = (float(v) for v in scale)
-    if not 0.0 < low <= high:
+    if len(scale) != 2 or not 0.0 < float(scale[0]) <= float(scale[1]):
         raise ValueError(f"tool_size_scale must be [low, high] with 0 < low <= high, got {list(scale)}.")
+    low, high = float(scale[0]), float(scale[1])
     offset = HELDOUT_INDEX_OFFSET if split == "heldout" else 0
     pool = [sample_tool(f, offset + i, seed) for f in split_families(split) for i in range(per_family)]
     if (low, high) == (1.0, 1.0):

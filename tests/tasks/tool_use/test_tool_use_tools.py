@@ -111,7 +111,7 @@ def test_tool_size_scale_multiplies_every_size_within_range_and_keeps_shapes_and
     assert T.tool_pool("train", 4, seed=3, scale=(1.2, 1.3)) == bigger  # deterministic
 
 
-@pytest.mark.parametrize("scale", [(0.0, 1.0), (1.3, 1.2), (-1.0, -0.5)])
-def test_tool_size_scale_rejects_ranges_that_are_not_positive_and_ordered(scale):
+@pytest.mark.parametrize("scale", [(0.0, 1.0), (1.3, 1.2), (-1.0, -0.5), (1.2,), (0.9, 1.0, 1.1)])
+def test_tool_size_scale_rejects_anything_but_two_positive_ordered_values(scale):
     with pytest.raises(ValueError, match="tool_size_scale"):
         T.tool_pool("train", 2, scale=scale)
