@@ -46,14 +46,13 @@ def _car_frame(task: object, xy: torch.Tensor) -> torch.Tensor:
 def driving_keys(task: object) -> list[Key | None]:
     """``(lane, scene)`` of every world from the driving task's measured state (see module docstring)."""
     from robotrl.rotations import yaw_from_quat
-    from robotrl.tasks.driving.scenario import car_collides
+    from robotrl.tasks.driving.scenario import car_contacts
 
     t = task
     pos, yaw = t.qpos[:, :2].float(), yaw_from_quat(t.qpos[:, 3:7].float())  # type: ignore[attr-defined]
-    none_o, none_t = t.obstacle_xy[:, :0], t.traffic_xy[:, :0]  # type: ignore[attr-defined]
     active = t.active  # type: ignore[attr-defined]
-    hit_car = car_collides(pos, yaw, none_o, t.obstacle_r, t.traffic_xy, t.traffic_yaw) & active  # type: ignore
-    hit_obs = car_collides(pos, yaw, t.obstacle_xy, t.obstacle_r, none_t, t.traffic_yaw[:, :0]) & active  # type: ignore
+    obstacles, traffic = car_contacts(pos, yaw, t.obstacle_xy, t.obstacle_r, t.traffic_xy, t.traffic_yaw)  # type: ignore
+    hit_car, hit_obs = traffic.any(1) & active, obstacles.any(1) & active
     lat = t.lateral / t.bank.half_width[t.track_id]  # type: ignore[attr-defined]
     objs = torch.cat([t.traffic_xy, t.obstacle_xy], 1)  # type: ignore[attr-defined]
     local = _car_frame(t, objs)

@@ -17,6 +17,13 @@ from robotrl.tasks.driving.scene import CURB_HALF, PARK, TRAFFIC_HALF_LENGTH, TR
 
 from robotrl.rotations import sample_range, uniform
 
+# yielding traffic (``traffic_yields``): a vehicle brakes for the car when their lateral offsets are
+# closer than YIELD_LANE; it stops YIELD_STOP_GAP (centre to centre, about 0.15 m bumper to bumper)
+# behind the car and closes the rest of the gap no faster than in YIELD_HEADWAY seconds
+YIELD_LANE = TRAFFIC_RADIUS + C.COLLISION_RADIUS + 0.1
+YIELD_STOP_GAP = 0.5 * C.CAR_LENGTH + TRAFFIC_HALF_LENGTH + TRAFFIC_RADIUS + 0.15
+YIELD_HEADWAY = 1.0
+
 
 def along_route(
     bank: TrackBank, track_id: torch.Tensor, s: torch.Tensor, offset: torch.Tensor
@@ -63,6 +70,28 @@ def place_traffic(
     return s, offset, sample_range(speed, (k, num), gen, dev)
 
 
+def yield_speed(
+    v: torch.Tensor,
+    traffic_s: torch.Tensor,
+    traffic_off: torch.Tensor,
+    car_s: torch.Tensor,
+    car_lateral: torch.Tensor,
+    length: torch.Tensor,
+) -> torch.Tensor:
+    """``(N, T)`` speeds of traffic vehicles that brake for the car ahead of them in their lane.
+
+    The gap ``g`` is the arc length from a vehicle forward to the car, modulo the lap ``length``
+    ``(N,)``. A vehicle whose lateral offset ``traffic_off`` ``(N, T)`` is within ``YIELD_LANE`` of
+    the car's ``car_lateral`` ``(N,)`` drives at ``min(v, max(0, (g - YIELD_STOP_GAP) / YIELD_HEADWAY))``;
+    the others keep their speed ``v`` ``(N, T)``. Arc lengths ``traffic_s`` ``(N, T)`` and ``car_s``
+    ``(N,)`` are in metres along the route.
+    """
+    gap = torch.remainder(car_s[:, None] - traffic_s, length[:, None])
+    same_lane = (car_lateral[:, None] - traffic_off).abs() < YIELD_LANE
+    limit = ((gap - YIELD_STOP_GAP) / YIELD_HEADWAY).clamp(min=0.0)
+    return torch.where(same_lane, torch.minimum(v, limit), v)
+
+
 def mocap_pose(
     xy: torch.Tensor, yaw: torch.Tensor | None, active: torch.Tensor, dtype: torch.dtype
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -103,15 +132,17 @@ def curb_geoms(
     return {"geom_pos": pos, "geom_quat": quat, "geom_size": size}
 
 
-def car_collides(
+def car_contacts(
     pos: torch.Tensor,
     yaw: torch.Tensor,
     obstacle_xy: torch.Tensor,
     obstacle_r: torch.Tensor,
     traffic_xy: torch.Tensor,
     traffic_yaw: torch.Tensor,
-) -> torch.Tensor:
-    """``(N,)`` bool: the car's capsule (``COLLISION_RADIUS``) touches an obstacle or a traffic vehicle.
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Which obstacles ``(N, O)`` and traffic vehicles ``(N, T)`` (bool) the car's capsule touches.
+
+    The car is a capsule of radius ``COLLISION_RADIUS`` along its heading.
 
     Args:
         pos: ``(N, 2)`` car position.
@@ -124,12 +155,38 @@ def car_collides(
     """
     r = C.COLLISION_RADIUS
     a, b = heading_segment(pos, yaw, 0.5 * C.CAR_LENGTH - r)
-    hit = torch.zeros(pos.shape[0], dtype=torch.bool, device=pos.device)
+    obstacles = torch.zeros(obstacle_xy.shape[:2], dtype=torch.bool, device=pos.device)
+    traffic = torch.zeros(traffic_xy.shape[:2], dtype=torch.bool, device=pos.device)
     if obstacle_xy.shape[1]:
-        d = point_segment_distance(obstacle_xy, a[:, None], b[:, None])
-        hit |= (d < obstacle_r + r).any(1)
+        obstacles = point_segment_distance(obstacle_xy, a[:, None], b[:, None]) < obstacle_r + r
     if traffic_xy.shape[1]:
         ta, tb = heading_segment(traffic_xy, traffic_yaw, TRAFFIC_HALF_LENGTH)
-        d = segment_segment_distance(a[:, None], b[:, None], ta, tb)
-        hit |= (d < TRAFFIC_RADIUS + r).any(1)
-    return hit
+        traffic = segment_segment_distance(a[:, None], b[:, None], ta, tb) < TRAFFIC_RADIUS + r
+    return obstacles, traffic
+
+
+def car_collides(
+    pos: torch.Tensor,
+    yaw: torch.Tensor,
+    obstacle_xy: torch.Tensor,
+    obstacle_r: torch.Tensor,
+    traffic_xy: torch.Tensor,
+    traffic_yaw: torch.Tensor,
+) -> torch.Tensor:
+    """``(N,)`` bool: the car touches an obstacle or a traffic vehicle (arguments as ``car_contacts``)."""
+    obstacles, traffic = car_contacts(pos, yaw, obstacle_xy, obstacle_r, traffic_xy, traffic_yaw)
+    return obstacles.any(1) | traffic.any(1)
+
+
+def rear_ends(
+    pos: torch.Tensor, yaw: torch.Tensor, v_fwd: torch.Tensor, xy: torch.Tensor, heading: torch.Tensor, v: torch.Tensor
+) -> torch.Tensor:
+    """``(N, K)`` bool: vehicles behind the car and closing on it, so a contact is their running into it.
+
+    Behind: the vehicle's centre ``xy`` ``(N, K, 2)`` lies behind the car's centre along the car's
+    heading ``yaw`` ``(N,)``. Closing: its speed ``v`` ``(N, K)`` along its ``heading`` ``(N, K)``,
+    projected on the car's heading, exceeds the car's forward speed ``v_fwd`` ``(N,)``.
+    """
+    axis = torch.stack([torch.cos(yaw), torch.sin(yaw)], dim=-1)
+    behind = ((xy - pos[:, None]) * axis[:, None]).sum(-1) < 0.0
+    return behind & (v * torch.cos(heading - yaw[:, None]) > v_fwd[:, None])

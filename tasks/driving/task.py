@@ -19,7 +19,8 @@ best progress) and ``rollover``. A completed lap also ends the episode, as a suc
 Collisions are detected geometrically: the car is a capsule of radius ``COLLISION_RADIUS``,
 obstacles are the cylinders they are drawn as, traffic vehicles are the capsules they are
 drawn as. Obstacle and traffic geoms have no contacts in the physics. Traffic vehicles are
-scripted (mocap bodies) and do not avoid obstacles or the car.
+scripted (mocap bodies) and do not avoid obstacles; they drive through the car unless
+``traffic_yields`` is set, when they brake for it (``scenario.yield_speed``).
 
 Modules: ``scene`` builds the model, ``scenario`` places obstacles, traffic and kerbs and
 checks collisions, ``observation`` casts the rays and samples the route ahead, ``track`` and
@@ -47,6 +48,8 @@ from robotrl.tasks.driving.track import TrackParams, track_set
 from robotrl.rotations import quat_rotate_inverse_wxyz, sample_range, uniform, yaw_from_quat
 
 INFRACTIONS = ("collision", "off_road", "wrong_way", "rollover")
+# what a collision was with: an obstacle, a traffic vehicle, a traffic vehicle that ran into the car from behind
+COLLISION_KINDS = ("collision_obstacle", "collision_traffic", "collision_rear_ended")
 
 
 class DrivingTask(Task):
@@ -156,6 +159,7 @@ class DrivingTask(Task):
         self.time, self.lap_time, self.distance, self.ttc = zeros(), zeros(), zeros(), zeros()
         self.lap_done = torch.zeros(n, dtype=torch.bool, device=dev)
         self.flags = torch.zeros(n, len(INFRACTIONS), dtype=torch.bool, device=dev)
+        self.hit_kinds = torch.zeros(n, len(COLLISION_KINDS), dtype=torch.bool, device=dev)
         self.rays = torch.full((n, c.num_rays), c.ray_range, device=dev)
         self.action, self.factor_sum, self.steps = zeros(2), zeros(4), zeros()
         self.active = torch.zeros(n, dtype=torch.bool, device=dev)
@@ -226,6 +230,7 @@ class DrivingTask(Task):
         self.ttc[ids] = float("inf")
         self.lap_done[ids] = False
         self.flags[ids] = False
+        self.hit_kinds[ids] = False
         self.active[ids] = torch.rand(k, generator=gen, device=dev) < c.scenario_prob
         self._place_scenario(ids, tid, s, gen)
         self._place_curbs(ids, tid)
@@ -331,8 +336,11 @@ class DrivingTask(Task):
         finished = ~self.lap_done & (self.best_progress >= length)
         self.lap_time = torch.where(finished, self.time, self.lap_time)
         self.lap_done |= finished
+        v_traffic = self.traffic_v
         if c.num_traffic:
-            self.traffic_s += self.traffic_v * self.dt
+            if c.traffic_yields:
+                v_traffic = scenario.yield_speed(v_traffic, self.traffic_s, self.traffic_off, s, self.lateral, length)
+            self.traffic_s += v_traffic * self.dt
             self._write_mocap(None, obstacles=False)
         self._cast_rays(None)
         front = self.rays[:, self._front_rays[0] : self._front_rays[1]].amin(1)
@@ -343,7 +351,7 @@ class DrivingTask(Task):
         )
         self.flags = torch.stack(
             [
-                self._collides(pos, yaw),
+                self._collides(pos, yaw, v_traffic),
                 self.lateral.abs() > bank.half_width[self.track_id],
                 wrong,
                 up_z < 0.5,
@@ -351,10 +359,20 @@ class DrivingTask(Task):
             dim=1,
         )
 
-    def _collides(self, pos: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
-        """``(N,)`` bool: the car's capsule touches an active obstacle or traffic vehicle."""
-        hit = scenario.car_collides(pos, yaw, self.obstacle_xy, self.obstacle_r, self.traffic_xy, self.traffic_yaw)
-        return hit & self.active
+    def _collides(self, pos: torch.Tensor, yaw: torch.Tensor, v_traffic: torch.Tensor) -> torch.Tensor:
+        """``(N,)`` bool: the car's capsule touches an active obstacle or traffic vehicle.
+
+        Also records what it touched in ``hit_kinds`` (``COLLISION_KINDS``); ``v_traffic``
+        ``(N, T)`` is the traffic's speed in this step (a vehicle closing on the car from behind
+        ran into it).
+        """
+        obstacles, traffic = scenario.car_contacts(
+            pos, yaw, self.obstacle_xy, self.obstacle_r, self.traffic_xy, self.traffic_yaw
+        )
+        rear = traffic & scenario.rear_ends(pos, yaw, self.v_fwd, self.traffic_xy, self.traffic_yaw, v_traffic)
+        kinds = torch.stack([obstacles.any(1), traffic.any(1), rear.any(1)], dim=1) & self.active[:, None]
+        self.hit_kinds = kinds
+        return kinds[:, :2].any(1)
 
     def _cast_rays(self, ids: torch.Tensor | None) -> None:
         """Horizontal rays from the car centre against obstacles and traffic; a miss reads ``ray_range``."""
@@ -451,7 +469,10 @@ class DrivingTask(Task):
         return torch.floor((self.start_s + covered) / spacing + 1e-4) - torch.floor(self.start_s / spacing + 1e-4)
 
     def episode_metrics(self) -> dict[str, torch.Tensor]:
-        """Route completion, each infraction, distance (km), lap time (0 if not completed), mean factors."""
+        """Route completion, infractions (and what a collision hit), distance (km), lap time, mean factors.
+
+        ``lap_time_s`` is 0 if the lap was not completed.
+        """
         metrics = {
             "route_completion": self.route_completion(),
             "checkpoints": self.checkpoints_reached(),
@@ -463,6 +484,8 @@ class DrivingTask(Task):
         }
         for i, name in enumerate(INFRACTIONS):
             metrics[name] = self.flags[:, i].float()
+        for i, name in enumerate(COLLISION_KINDS):
+            metrics[name] = self.hit_kinds[:, i].float()
         for i, name in enumerate(("lane", "comfort", "ttc", "speed")):
             metrics[f"factor_{name}"] = self.factor_sum[:, i] / self.steps.clamp(min=1)
         return metrics

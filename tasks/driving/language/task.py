@@ -38,7 +38,7 @@ from robotrl.rotations import yaw_from_quat
 # checks that every ``(N, ...)`` tensor attribute of the task is either here or a sim view.
 WORLD_BUFFERS = tuple(
     """track_id idx s lateral heading_err track_heading progress best_progress gain v_fwd v_lat yaw_rate speed
-    time lap_time distance ttc lap_done flags rays action factor_sum steps active obstacle_xy traffic_s
+    time lap_time distance ttc lap_done flags hit_kinds rays action factor_sum steps active obstacle_xy traffic_s
     traffic_off traffic_v traffic_xy traffic_yaw ended_infraction ended_completion start_s
     instruction intent pace_id side_sign counted followed speed_in lane_in speed_score lane_score""".split()
 )

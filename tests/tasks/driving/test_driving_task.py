@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 from robotrl.tasks.driving import constants as C
+from robotrl.tasks.driving import scenario
 from robotrl.tasks.driving.car import ackermann_angles
 from robotrl.tasks.driving.config import DrivingConfig
 from robotrl.tasks.driving.scene import TRAFFIC_RADIUS
-from robotrl.tasks.driving.task import INFRACTIONS
+from robotrl.tasks.driving.task import COLLISION_KINDS, INFRACTIONS
 
 from robotrl.envs.task_env import TaskEnv
 from robotrl.rotations import quat_mul
@@ -101,16 +102,20 @@ def test_driving_backwards_is_no_gain_then_wrong_way():
     assert task.terminated()[0]
 
 
-def test_each_infraction_terminates_the_episode():
-    env = make_env(n=6, scenario_prob=1.0)
+def test_each_infraction_terminates_the_episode_and_collisions_say_what_they_hit():
+    env = make_env(n=8, scenario_prob=1.0)
     task = env.task
-    cases = {0: None, 1: "off_road", 2: "wrong_way", 3: "rollover", 4: "collision", 5: "collision"}
-    for w in range(6):
+    cases = {0: None, 1: "off_road", 2: "wrong_way", 3: "rollover", **dict.fromkeys((4, 5, 6, 7), "collision")}
+    # 4: an obstacle ahead; 5: a traffic vehicle ahead; 6: one behind the standing car, driving on (it ran
+    # into the car); 7: a standing one behind the car, which drives forward (not rear-ended)
+    kinds = {4: ["collision_obstacle"], 5: ["collision_traffic"], 6: ["collision_traffic", "collision_rear_ended"],
+             7: ["collision_traffic"]}
+    for w in range(8):
         task.active[w] = w >= 4
         task.traffic_v[w] = 0.0
         task.traffic_s[w] = task.s[w] + 20.0
         task.obstacle_xy[w] = torch.tensor([500.0, 500.0])
-    s = {w: float(task.s[w]) for w in range(6)}
+    s = {w: float(task.s[w]) for w in range(8)}
     place(env, 0, s[0])
     place(env, 1, s[1], lateral=float(task.bank.half_width[task.track_id[1]]) + 0.3)
     place(env, 2, s[2], heading=math.pi, speed=1.5)
@@ -118,20 +123,59 @@ def test_each_infraction_terminates_the_episode():
     pos = place(env, 4, s[4])
     heading = task.bank.point_at(task.track_id[4:5], torch.tensor([s[4]]))[1][0]
     task.obstacle_xy[4, 0] = pos + 0.3 * torch.stack([torch.cos(heading), torch.sin(heading)])
-    place(env, 5, s[5])
-    task.traffic_s[5, 0] = s[5] + 0.2
-    task.traffic_off[5, 0] = 0.0
-    _, _, terminated, truncated, info = env.step(torch.zeros(6, 2))
+    for w, ds, v_car, v_traffic in ((5, 0.2, 0.0, 0.0), (6, -0.2, 0.0, 1.0), (7, -0.2, 1.0, 0.0)):
+        place(env, w, s[w], speed=v_car)
+        task.traffic_s[w, 0] = s[w] + ds
+        task.traffic_off[w, 0] = 0.0
+        task.traffic_v[w, 0] = v_traffic
+    _, _, terminated, truncated, info = env.step(torch.zeros(8, 2))
     assert not terminated[0] and not truncated[0], f"clean world ended: {task.flags[0]}"
     done = (terminated | truncated).nonzero().squeeze(1).tolist()
-    assert done == [1, 2, 3, 4, 5]
+    assert done == [1, 2, 3, 4, 5, 6, 7]
     episode = info["episode"]
     for row, w in enumerate(done):
         fired = [name for name in INFRACTIONS if episode[name][row] > 0]
         assert fired == [cases[w]], f"world {w}: expected {cases[w]}, got {fired}"
+        hit = [name for name in COLLISION_KINDS if episode[name][row] > 0]
+        assert hit == kinds.get(w, []), f"world {w}: expected {kinds.get(w, [])}, got {hit}"
         assert terminated[w] and not truncated[w]
         assert info["reward_terms"]["infraction"][w].item() == -env.cfg.reward_scales["infraction"]
     assert info["reward_terms"]["infraction"][0].item() == 0.0
+
+
+def test_yield_speed_hand_worked():
+    # lap 10 m, the car at s = 1 m on the centreline; stop gap 0.64 m, headway 1 s
+    assert scenario.YIELD_STOP_GAP == pytest.approx(0.64) and scenario.YIELD_HEADWAY == 1.0
+    traffic_s = torch.tensor([[0.0, 9.5, 0.9, 0.0, 5.0, 1.5]])
+    offset = torch.tensor([[0.0, 0.1, 0.0, 0.5, 0.0, 0.0]])
+    v = torch.ones(1, 6)
+    got = scenario.yield_speed(v, traffic_s, offset, torch.tensor([1.0]), torch.tensor([0.0]), torch.tensor([10.0]))
+    # gap 1.0 -> 0.36; gap 1.5 across the start line -> 0.86; gap 0.1 -> stop; other lane (0.5 m off)
+    # -> its own speed; gap 6 -> its own speed; the car behind the vehicle (gap 9.5) -> its own speed
+    torch.testing.assert_close(got, torch.tensor([[0.36, 0.86, 0.0, 1.0, 1.0, 1.0]]))
+
+
+@pytest.mark.parametrize("yields", [False, True], ids=["scripted", "yielding"])
+def test_traffic_behind_a_standing_car_runs_into_it_unless_it_yields(yields):
+    env = make_env(n=1, scenario_prob=1.0, traffic_yields=yields)
+    task = env.task
+    task.active[0] = True
+    task.obstacle_xy[0] = torch.tensor([500.0, 500.0])
+    s = float(task.s[0])
+    place(env, 0, s)
+    task.traffic_s[0] = torch.tensor([s - 1.5, s + 20.0])
+    task.traffic_off[0] = 0.0
+    task.traffic_v[0] = 1.0
+    hit = rear = False
+    for _ in range(80):  # 4 s: a vehicle that does not yield covers the 1.5 m gap in about 1 s
+        _, _, terminated, _, info = env.step(torch.zeros(1, 2))
+        if terminated[0]:
+            hit, rear = True, bool(info["episode"]["collision_rear_ended"][0])
+            break
+    assert (hit, rear) == (not yields, not yields)
+    if yields:  # it waits behind the car, at the stop gap
+        gap = float(torch.remainder(task.s[0] - task.traffic_s[0, 0], task.bank.length[task.track_id[0]]))
+        assert gap == pytest.approx(scenario.YIELD_STOP_GAP, abs=0.05)
 
 
 def test_rays_match_known_obstacle_and_vehicle_distances():
