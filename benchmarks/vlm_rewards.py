@@ -6,6 +6,7 @@
     python benchmarks/vlm_rewards.py pose      # humanoid pose demo (default: kneeling, VLM-RM scored every 4th step,
                                                # 400 s per learner); keys pose_<pose>_*
     python benchmarks/vlm_rewards.py driving_finetune  # CLG as a fine-tune of one CaRL pretrain, equal env steps
+    python benchmarks/vlm_rewards.py ft_summary  # means over the driving_finetune seeds (keys ft_seed<k>_*)
 
 Run it under the shared CPU lock: ``flock /tmp/robotrl-cpu.lock python benchmarks/vlm_rewards.py all``.
 
@@ -466,24 +467,75 @@ def driving_finetune_demo(args: argparse.Namespace) -> dict[str, float | str]:
 
     from driving import evaluate_run
 
-    common = ["task=driving", f"sim.num_envs={args.demo_worlds}", "sim.nthread=1"]
-    ev_kw = {"scenario_prob": 1.0, "num_envs": 64, "rounds": 1, "split": "heldout"}
-    out: dict[str, float | str] = {"ft_pretrain_budget_s": args.demo_seconds,
-                                   "ft_finetune_iterations": args.finetune_iterations, "ft_every": args.every,
-                                   "ft_eval": "one deterministic episode per world, 64 worlds, held-out tracks, "
-                                              "3 obstacles and 2 traffic cars in every episode",
-                                   "ft_command": " ".join(["python", "benchmarks/vlm_rewards.py", *sys.argv[1:]])}
-    pre = "ft_pretrain"
+    common = ["task=driving", f"sim.num_envs={args.demo_worlds}", "sim.nthread=1", *args.ft_task]
+    ev_kw = {"scenario_prob": 1.0, "num_envs": 64, "rounds": args.ft_rounds, "split": "heldout"}
+    p = f"ft_{args.ft_prefix}_" if args.ft_prefix else "ft_"
+    out: dict[str, float | str] = {f"{p}pretrain_budget_s": args.demo_seconds, f"{p}seed": args.ft_seed,
+                                   f"{p}finetune_iterations": args.finetune_iterations, f"{p}every": args.every,
+                                   f"{p}eval": f"one deterministic episode per world, {args.ft_rounds} x 64 worlds, "
+                                               "held-out tracks, 3 obstacles and 2 traffic cars in every episode",
+                                   f"{p}task_overrides": " ".join(args.ft_task),
+                                   f"{p}reward_overrides": " ".join(args.ft_reward),
+                                   f"{p}command": " ".join(["python", "benchmarks/vlm_rewards.py", *sys.argv[1:]])}
+    pre = f"{p}pretrain"
+    clg = ["reward=clg_speed", f"reward.every={args.every}", *args.ft_reward]
+    arms = {f"{p}carl_only": [], f"{p}carl_clg": clg}
+    if args.ft_speed_control:  # the same term with the contrast removed: negative = goal, so r_clg = 1
+        arms[f"{p}carl_speed"] = [*clg, 'reward.negative="the road is clear"']
+    if args.ft_eval_only:  # evaluate the runs already in DEMO_DIR again; their training keys stay as saved
+        return {f"{name}_heldout_{k}": v for name in (pre, *arms)
+                for k, v in evaluate_run(str(DEMO_DIR / name), **ev_kw).items()}
     shutil.rmtree(DEMO_DIR / pre, ignore_errors=True)
-    out |= train_run(pre, common, args.demo_seconds)
+    out |= train_run(pre, common, args.demo_seconds, seed=args.ft_seed)
     out |= {f"{pre}_heldout_{k}": v for k, v in evaluate_run(str(DEMO_DIR / pre), **ev_kw).items()}
     until = int(out[f"{pre}_train_iterations"]) + args.finetune_iterations
-    arms = {"ft_carl_only": [], "ft_carl_clg": ["reward=clg_speed", f"reward.every={args.every}"]}
     for name, extra in arms.items():
         shutil.rmtree(DEMO_DIR / name, ignore_errors=True)
         shutil.copytree(DEMO_DIR / pre, DEMO_DIR / name)
-        out |= train_run(name, [*common, *extra, "resume=true"], 0.0, iterations=until)
+        out |= train_run(name, [*common, *extra, "resume=true"], 0.0, seed=args.ft_seed, iterations=until)
         out |= {f"{name}_heldout_{k}": v for k, v in evaluate_run(str(DEMO_DIR / name), **ev_kw).items()}
+    return out
+
+
+FT_METRICS = ("collision_rate", "collision_obstacle_rate", "collision_traffic_rate",
+              "collision_rear_ended_rate", "route_completion", "lap_rate", "mean_speed_mps")
+
+
+def ft_summary(args: argparse.Namespace) -> dict[str, float | str]:
+    """Means over the driving_finetune seeds in the results file, per family of runs: ``ft_seed<k>_``
+    runs give ``ft_seeds_*`` keys, ``ft_<family>_seed<k>_`` runs ``ft_<family>_seeds_*``. Each arm's
+    held-out rates, and the paired differences (same pretrain and evaluation episodes per seed) of
+    CLG minus CaRL alone and, where run, of CLG minus the contrast-free speed term, each with its
+    standard error over seeds."""
+    import json
+    import re
+
+    from common import RESULTS_DIR
+
+    saved = json.loads((Path(args.out_dir or RESULTS_DIR) / f"{NAME}.json").read_text())
+    runs: dict[str, list[str]] = {}
+    for k in saved:
+        if m := re.fullmatch(r"ft_((?:[a-z0-9]+_)?)(seed\d+)_carl_clg_heldout_collision_rate", k):
+            runs.setdefault(m[1], []).append(m[1] + m[2])
+    if not runs:
+        raise SystemExit("ft_summary: no ft_seed<k>_ runs in the results; run driving_finetune --ft-prefix seed<k>")
+    out: dict[str, float | str] = {}
+    for family, prefixes in sorted(runs.items()):
+        f = f"ft_{family}seeds"
+        prefixes.sort()
+        out |= {f: ",".join(prefixes), f"{f}_count": float(len(prefixes))}
+        for metric in FT_METRICS:
+            arms = [a for a in ("pretrain", "carl_only", "carl_clg", "carl_speed")
+                    if all(f"ft_{p}_{a}_heldout_{metric}" in saved for p in prefixes)]
+            rows = {a: torch.tensor([float(saved[f"ft_{p}_{a}_heldout_{metric}"]) for p in prefixes]) for a in arms}
+            out |= {f"{f}_{arm}_{metric}_mean": float(v.mean()) for arm, v in rows.items()}
+            for other in ("carl_only", "carl_speed"):
+                if other not in rows:
+                    continue
+                diff = rows["carl_clg"] - rows[other]
+                key = f"{f}_clg_minus_{'carl' if other == 'carl_only' else 'speed'}_{metric}"
+                out[f"{key}_mean"] = float(diff.mean())
+                out[f"{key}_se"] = float(diff.std() / len(diff) ** 0.5) if len(diff) > 1 else 0.0
     return out
 
 
@@ -623,7 +675,7 @@ def main() -> None:
     """Parse, run, print the table, save flat JSON."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["encoder", "steps", "all", "pose", "driving", "prefs",
-                                          "prefs_sac", "demos", "driving_finetune", "text_heads"])
+                                          "prefs_sac", "demos", "driving_finetune", "ft_summary", "text_heads"])
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: the scorer thread and the "
                    "simulation each get one of this machine's 2 shared cores)")
     p.add_argument("--sim-threads", type=int, default=1)
@@ -656,6 +708,16 @@ def main() -> None:
     p.add_argument("--every", type=int, default=2, help="score every k-th step in the driving demo's CLG run")
     p.add_argument("--finetune-iterations", type=int, default=40,
                    help="driving_finetune: PPO iterations of each arm after the shared CaRL pretrain")
+    p.add_argument("--ft-seed", type=int, default=0, help="driving_finetune: training seed of the pretrain and arms")
+    p.add_argument("--ft-rounds", type=int, default=1, help="driving_finetune: evaluation rounds of 64 episodes")
+    p.add_argument("--ft-prefix", default="", help="driving_finetune: keys and run dirs become ft_<prefix>_...")
+    p.add_argument("--ft-eval-only", action="store_true", help="driving_finetune: only evaluate the runs again")
+    p.add_argument("--ft-task", nargs="*", default=[], help="driving_finetune: task overrides of the pretrain and "
+                   "every arm, e.g. task.traffic_yields=true")
+    p.add_argument("--ft-reward", nargs="*", default=[], help="driving_finetune: reward overrides of the arms with "
+                   "the CLG speed term, e.g. reward.v_max=2.0")
+    p.add_argument("--ft-speed-control", action="store_true", help="driving_finetune: a third arm, the CLG speed "
+                   "term without its contrast (negative = goal prompt, so v_des = v_max on every frame)")
     p.add_argument("--pairs", type=int, default=300)
     p.add_argument("--out-dir", default="", help="where the JSON goes (default benchmarks/results/)")
     p.add_argument("--pref-steps", type=int, default=60, help="random-policy steps whose frames are labelled")
@@ -681,6 +743,8 @@ def main() -> None:
         figures |= driving_demo(args)
     if args.what == "driving_finetune":
         figures |= driving_finetune_demo(args)
+    if args.what == "ft_summary":
+        figures |= ft_summary(args)
     figures[f"{args.what}_bench_wall_s"] = time.perf_counter() - t0
     path = save(NAME, figures, out_dir=args.out_dir or None)
     print(table([(k, fmt(v)) for k, v in sorted(figures.items())], f"VLM rewards ({args.what})"))  # noqa: T201
