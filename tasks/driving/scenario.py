@@ -165,19 +165,6 @@ def car_contacts(
     return obstacles, traffic
 
 
-def car_collides(
-    pos: torch.Tensor,
-    yaw: torch.Tensor,
-    obstacle_xy: torch.Tensor,
-    obstacle_r: torch.Tensor,
-    traffic_xy: torch.Tensor,
-    traffic_yaw: torch.Tensor,
-) -> torch.Tensor:
-    """``(N,)`` bool: the car touches an obstacle or a traffic vehicle (arguments as ``car_contacts``)."""
-    obstacles, traffic = car_contacts(pos, yaw, obstacle_xy, obstacle_r, traffic_xy, traffic_yaw)
-    return obstacles.any(1) | traffic.any(1)
-
-
 def rear_ends(
     pos: torch.Tensor, yaw: torch.Tensor, v_fwd: torch.Tensor, xy: torch.Tensor, heading: torch.Tensor, v: torch.Tensor
 ) -> torch.Tensor:
