@@ -1,4 +1,11 @@
-"""VLA benchmark on ``tool_use_language``: SFT, GRPO and PPO fine-tuning, residual RL; controls; throughput.
+"""VLA benchmark on ``tool_use_language`` or ``driving_language``: SFT, GRPO and PPO fine-tuning, residual RL.
+
+``--task`` picks the language task (default ``tool_use_language``; ``driving_language`` needs a
+``--prefix`` and its own ``--sft-dir``, so that its figures and weights stay apart). The VLA drives at
+10 Hz with 8 s episodes (``DRIVING_VLA``: 80 steps, as tool_use_language's 30 steps run at 10 Hz), not
+the state task's 20 Hz and 12 s: a rollout renders and runs the VLA on every step, so the default
+would give a GRPO iteration of about a minute. The scripted pure-pursuit teacher succeeds in every
+episode at this rate.
 
 Run in phases, each one CPU job of at most ~10 minutes under the shared lock; every phase
 merges its figures into ``benchmarks/results/vla.json`` (flat, units in key names):
@@ -56,6 +63,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS_DIR, fmt, load_avg, missing, save, table  # noqa: E402
+from robotrl.tasks.driving.language.config import DrivingLanguageConfig  # noqa: E402
+from robotrl.tasks.driving.language.instructions import PACES, SIDES  # noqa: E402
 from robotrl.tasks.tool_use.language.config import ToolUseLanguageConfig  # noqa: E402
 
 from robotrl.algos import grpo as G  # noqa: E402
@@ -95,15 +104,42 @@ def rl_dir(args, method: str) -> Path:
     return Path(args.sft_dir).parent / (method if own else f"{args.prefix}_{method}")
 
 
-def env_for(n: int, seed: int, split: str = "train", size: int = 64):
-    return make_env(ToolUseLanguageConfig(instruction_split=split), SimConfig(num_envs=n, nthread=0), seed=seed,
-                    image_size=(size, size))
+DRIVING_VLA = {"frame_skip": 10, "episode_length_s": 8.0}  # the VLA's driving control rate and episode (docstring)
+
+
+def task_config(args, split: str = "train"):  # noqa: ANN201
+    """The composed language-task config of ``--task`` with instruction split ``split``."""
+    if args.task == "driving_language":
+        return DrivingLanguageConfig(instruction_split=split, **DRIVING_VLA)
+    return ToolUseLanguageConfig(instruction_split=split)
+
+
+def env_for(args, n: int, seed: int, split: str = "train"):  # noqa: ANN201
+    """``n`` worlds of ``--task`` with ``--image-size`` images."""
+    return make_env(task_config(args, split), SimConfig(num_envs=n, nthread=0), seed=seed,
+                    image_size=(args.image_size, args.image_size))
+
+
+def new_vla(args, env) -> VLA:  # noqa: ANN001
+    """A fresh VLA (tokens head) sized for ``env``'s proprioception and actions."""
+    return VLA(VLAConfig(image_size=args.image_size, vision_stages=args.vision_stages), env.obs_dims["policy"],
+               env.num_actions)
+
+
+def chance(args, env) -> tuple[float, str]:  # noqa: ANN001
+    """Success of a policy that ignores the instruction but executes perfectly, and what it means."""
+    if args.task == "driving_language":
+        return 1 / (len(PACES) * len(SIDES)), ("1/intents: a pace and a side drawn at random; success needs both "
+                                               "bands, so a language-blind policy lands at most at this")
+    return 1 / len(env.task.specs), ("1/tools: picking a tool uniformly at random; success also needs the grasp, "
+                                     "so a language-blind copy of the SFT policy lands at about chance x its "
+                                     "grasp rate")
 
 
 def throughput(args, fig: dict) -> None:
     size = args.image_size
     for n in (64, 128):
-        env = env_for(n, 0, size=size)
+        env = env_for(args, n, 0)
         env.reset()
         steps, start = 0, time.perf_counter()
         while time.perf_counter() - start < 10.0:
@@ -111,7 +147,7 @@ def throughput(args, fig: dict) -> None:
             steps += n
         fig[f"env_steps_per_s_images{size}_{n}worlds_cpu"] = steps / (time.perf_counter() - start)
         fig[f"frames_per_s_images{size}_{n}worlds_cpu"] = fig[f"env_steps_per_s_images{size}_{n}worlds_cpu"]
-    model = VLA(VLAConfig(image_size=size, vision_stages=args.vision_stages), 7, 4)
+    model = new_vla(args, env)
     model.set_instructions(torch.zeros(len(env.instructions), 384))
     obs = {k: v[:64] for k, v in env.reset().items()}
     model.act(obs)
@@ -129,26 +165,29 @@ def success_table(model: VLA, args, prefix: str, fig: dict) -> None:
     encoder = MiniLMEncoder()
     own = model.instruction_table.clone()
     for split, key in (("train", "seen"), ("heldout", "unseen_wording")):
-        env = env_for(64, args.seed + (7 if split == "train" else 8), split, args.image_size)
+        env = env_for(args, 64, args.seed + (7 if split == "train" else 8), split)
         model.set_instructions(env.instruction_embeddings(encoder))
         for shuffle, suffix in ((False, ""), (True, "_shuffled_instruction")):
             ev = S.evaluate(env, model, args.eval_episodes, shuffle_instructions=shuffle,
                             gen=torch.Generator().manual_seed(args.seed))
             fig[f"{prefix}_success_{key}{suffix}"] = ev["success"]
-            fig[f"{prefix}_wrong_tool_{key}{suffix}"] = ev["wrong_tool"]
-            print(f"{prefix} {key}{suffix}: success {ev['success']:.3f} wrong tool {ev['wrong_tool']:.3f}", flush=True)
+            wrong = ""
+            if args.task == "tool_use_language":  # the driving task has no "wrong object" to count
+                fig[f"{prefix}_wrong_tool_{key}{suffix}"] = ev["wrong_tool"]
+                wrong = f" wrong tool {ev['wrong_tool']:.3f}"
+            print(f"{prefix} {key}{suffix}: success {ev['success']:.3f}{wrong}", flush=True)
     model.set_instructions(own)
 
 
 def sft_phase(args, fig: dict) -> None:
-    env = env_for(32, args.seed, size=args.image_size)
+    env = env_for(args, 32, args.seed)
     t0 = time.perf_counter()
     eps = collect(env, lambda o: env.task.scripted_action(), args.demos, noise=args.demo_noise,
                   extra_obs=("image", "instruction"), seed=args.seed)
     fig["demo_collect_wall_s"] = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "demos.hdf5")
-        write_demos(path, eps, {"task": "tool_use_language", "teacher": "scripted", "noise": args.demo_noise})
+        write_demos(path, eps, {"task": args.task, "teacher": "scripted", "noise": args.demo_noise})
         fig["demo_file_mb"] = os.path.getsize(path) / 1e6
         eps, _ = read_demos(path)
     fig["demo_episodes"] = len(eps)
@@ -160,11 +199,11 @@ def sft_phase(args, fig: dict) -> None:
 
     teacher = lambda e: (lambda o: e.task.scripted_action())  # noqa: E731
     for split, key in (("train", "seen"), ("heldout", "unseen_wording")):
-        ev_env = env_for(64, args.seed + (7 if split == "train" else 8), split, args.image_size)
+        ev_env = env_for(args, 64, args.seed + (7 if split == "train" else 8), split)
         fig[f"teacher_success_{key}"] = S.evaluate(ev_env, None, args.eval_episodes, policy=teacher(ev_env))["success"]
 
     torch.manual_seed(args.seed)
-    model = VLA(VLAConfig(image_size=args.image_size, vision_stages=args.vision_stages), 7, 4)
+    model = new_vla(args, env)
     model.set_instructions(env.instruction_embeddings(MiniLMEncoder()))
     t_sft = time.perf_counter()
     data = S.build_dataset(model, eps)
@@ -177,13 +216,11 @@ def sft_phase(args, fig: dict) -> None:
     fig["sft_loss_last"] = sum(losses[-20:]) / 20
     print(f"SFT: {args.sft_steps} steps in {fig['sft_train_wall_s']:.0f}s, loss {fig['sft_loss_first']:.3f} -> "
           f"{fig['sft_loss_last']:.3f}", flush=True)
-    fig["chance_success"] = 1 / len(env.task.specs)
-    fig["chance_note"] = ("1/tools: picking a tool uniformly at random; success also needs the grasp, so a "
-                          "language-blind copy of the SFT policy lands at about chance x its grasp rate")
+    fig["chance_success"], fig["chance_note"] = chance(args, env)
     success_table(model, args, "sft", fig)
     save_figs(args, fig)  # the SFT figures survive a failure below
     Path(args.sft_dir).mkdir(parents=True, exist_ok=True)
-    save_vla(model, Path(args.sft_dir), {"task": "tool_use_language", "algo": "vla_sft", "benchmark": "vla.py"})
+    save_vla(model, Path(args.sft_dir), {"task": args.task, "algo": "vla_sft", "benchmark": "vla.py"})
     fig["sft_checkpoint"] = args.sft_dir
     print(table([(k, fmt(v)) for k, v in fig.items() if k.startswith(("demo", "teacher", "sft", "chance"))], "SFT"),
           flush=True)
@@ -221,14 +258,14 @@ def fine_tune(method: str, args, fig: dict) -> None:
         state.setdefault("rollouts", [])
     else:
         torch.manual_seed(args.seed)
-        start = S.evaluate(env_for(64, args.seed + 7, size=args.image_size), model, args.eval_episodes,
+        start = S.evaluate(env_for(args, 64, args.seed + 7), model, args.eval_episodes,
                            gen=torch.Generator().manual_seed(args.seed))
         state = {"budget_s": args.rl_minutes * 60, "train_time": 0.0, "iterations": 0, "calls": 0,
                  "eval_wall_s": 0.0, "points": [(0.0, start["success"])], "start_success_seen": start["success"],
                  "rollouts": []}
         for key in ("success_seen", "success_unseen_wording", "gain_over_sft_points"):
             fig[f"{method}_{key}"] = missing(f"in progress ({args.rl_minutes:g} min budget, resumable calls)")
-    env = env_for(64, args.seed + 100 + 1000 * state["calls"], size=args.image_size)
+    env = env_for(args, 64, args.seed + 100 + 1000 * state["calls"])
     stop = min(state["budget_s"], state["train_time"] + args.call_minutes * 60)
     update = G.grpo_update if method == "grpo" else G.ppo_update
     while state["train_time"] < stop:
@@ -243,14 +280,14 @@ def fine_tune(method: str, args, fig: dict) -> None:
               + " ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k != "success"), flush=True)
         if it % args.eval_every == 0:
             t_ev = time.perf_counter()
-            ev = S.evaluate(env_for(64, args.seed + 7, size=args.image_size), model, args.eval_episodes,
+            ev = S.evaluate(env_for(args, 64, args.seed + 7), model, args.eval_episodes,
                             gen=torch.Generator().manual_seed(args.seed))
             state["eval_wall_s"] += time.perf_counter() - t_ev
             state["points"].append((train_time, ev["success"]))
             print(f"{method} eval success {ev['success']:.3f} at {train_time:.0f}s", flush=True)
     state["calls"] += 1
     run_dir.mkdir(parents=True, exist_ok=True)
-    save_vla(model, run_dir, {"task": "tool_use_language", "algo": method, "init": args.sft_dir,
+    save_vla(model, run_dir, {"task": args.task, "algo": method, "init": args.sft_dir,
                               "benchmark": "vla.py"})
     torch.save({"optim": opt.state_dict(), "gen": gen.get_state()}, run_dir / "optim.pt")
     done = state["train_time"] >= state["budget_s"]
@@ -300,7 +337,7 @@ def residual_phase(args, fig: dict) -> None:
 
     torch.manual_seed(args.seed)
     base = VLABase(load_vla(args.sft_dir))
-    env = BaseActionEnv(env_for(64, args.seed + 200, size=args.image_size), base)
+    env = BaseActionEnv(env_for(args, 64, args.seed + 200), base)
     cfg = ResidualConfig(scale=args.residual_scale, learning_starts=2048, critic_warmup_updates=500, utd=4.0,
                          actor_lr=args.residual_actor_lr, batch_size=256, buffer_size=200_000)
     algo = Residual(env.obs_dims["policy"], env.num_actions, cfg, env.num_envs, env.device, demos=None,
@@ -312,7 +349,7 @@ def residual_phase(args, fig: dict) -> None:
     def success(policy, key: str = "seen") -> float:  # noqa: ANN001
         """On ``key``'s placements, with the VLA reading that split's own instruction embeddings."""
         split, off = splits[key]
-        inner = env_for(64, args.seed + off, split, args.image_size)
+        inner = env_for(args, 64, args.seed + off, split)
         own = base.model.instruction_table.clone()
         base.model.set_instructions(inner.instruction_embeddings(encoder))
         try:
@@ -399,7 +436,7 @@ def plot(args) -> Path:
     ax.set_xlabel("fine-tuning wall-clock (min, CPU)")
     ax.set_ylabel("success (deterministic, seen wording)")
     ax.set_ylim(0, 1)
-    ax.set_title("tool_use_language: RL from the SFT VLA (residual: VLA frozen)"
+    ax.set_title(f"{args.task}: RL from the SFT VLA (residual: VLA frozen)"
                  + (f" [{args.prefix}]" if args.prefix else ""), fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
@@ -411,6 +448,7 @@ def plot(args) -> Path:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--phase", choices=("throughput", "sft", "rl", "residual"), required=True)
+    p.add_argument("--task", choices=("tool_use_language", "driving_language"), default="tool_use_language")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--image-size", type=int, default=64)
     p.add_argument("--vision-stages", type=int, default=5)
@@ -442,7 +480,10 @@ def main() -> None:
     args = p.parse_args()
     args.command = "python benchmarks/vla.py " + shlex.join(sys.argv[1:])
     torch.set_num_threads(args.torch_threads)
-    fig: dict = {"task": "tool_use_language", "image_size_px": args.image_size, "seed": args.seed,
+    if args.task != "tool_use_language" and not args.prefix:
+        p.error(f"--task {args.task} needs a --prefix (and its own --sft-dir): its figures would overwrite "
+                "tool_use_language's")
+    fig: dict = {"task": args.task, "image_size_px": args.image_size, "seed": args.seed,
                  **load_avg(f"{args.phase}_start")}
     t0 = time.perf_counter()
     if args.phase == "throughput":
