@@ -437,7 +437,7 @@ def plot(args) -> Path:
     ax.set_ylabel("success (deterministic, seen wording)")
     ax.set_ylim(0, 1)
     ax.set_title(f"{args.task}: RL from the SFT VLA (residual: VLA frozen)"
-                 + (f" [{args.prefix}]" if args.prefix else ""), fontsize=10)
+                 + (f"\n[{args.prefix}]" if args.prefix else ""), fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     path = tagged("vla_success", args, "png")
