@@ -172,7 +172,7 @@ def success_table(model: VLA, args, prefix: str, fig: dict) -> None:
                             gen=torch.Generator().manual_seed(args.seed))
             fig[f"{prefix}_success_{key}{suffix}"] = ev["success"]
             wrong = ""
-            if args.task == "tool_use_language":  # the driving task has no "wrong object" to count
+            if "wrong_tool" in ev:  # the driving task has no wrong object to count
                 fig[f"{prefix}_wrong_tool_{key}{suffix}"] = ev["wrong_tool"]
                 wrong = f" wrong tool {ev['wrong_tool']:.3f}"
             print(f"{prefix} {key}{suffix}: success {ev['success']:.3f}{wrong}", flush=True)

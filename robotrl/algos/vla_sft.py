@@ -163,12 +163,12 @@ def evaluate(env: VecEnv, model: VLA, episodes: int, temperature: float = 1.0, d
         policy: act with this ``obs -> action`` instead of the model (e.g. the teacher).
 
     Returns:
-        ``success`` (rate), ``wrong_tool`` (rate, when the task reports it) and ``episodes``.
+        ``success`` (rate) and ``episodes``; ``wrong_tool`` (rate) only when the task's episodes report it.
 
     """
     per_world = -(-episodes // env.num_envs)
     counted = torch.zeros(env.num_envs, dtype=torch.long)
-    success, wrong, total = 0.0, 0.0, 0
+    success, wrong, total, reports_wrong = 0.0, 0.0, 0, False
     obs = env.reset()
     n_instr = max(len(getattr(env, "instructions", [])), 1)
     shown = torch.randint(0, n_instr, (env.num_envs,), generator=gen)
@@ -186,13 +186,18 @@ def evaluate(env: VecEnv, model: VLA, episodes: int, temperature: float = 1.0, d
             keep = counted[done] < per_world
             ep = info["episode"]
             success += float(ep["success"][keep].sum())
-            wrong += float(ep.get("wrong_tool", torch.zeros_like(ep["success"]))[keep].sum())
+            if "wrong_tool" in ep:
+                reports_wrong = True
+                wrong += float(ep["wrong_tool"][keep].sum())
             total += int(keep.sum())
             counted[done] += 1
             shown[done] = torch.randint(0, n_instr, (done.numel(),), generator=gen)
         if bool((counted >= per_world).all()):
             break
-    return {"success": success / max(total, 1), "wrong_tool": wrong / max(total, 1), "episodes": float(total)}
+    out = {"success": success / max(total, 1), "episodes": float(total)}
+    if reports_wrong:
+        out["wrong_tool"] = wrong / max(total, 1)
+    return out
 
 
 @torch.no_grad()

@@ -137,7 +137,8 @@ class VLARunner:
     def _finish(self, model: VLA, iteration: int, start: float) -> dict[str, Any]:
         ev = S.evaluate(self._eval_env(), model, self.cfg.algo.eval_episodes, gen=self.gen)
         save_vla(model, self.run_dir, {"task": self.cfg.task.name, "algo": self.cfg.algo.name})
-        out = {"iteration": iteration, "time_s": time.perf_counter() - start, "episode/success": ev["success"],
-               "episode/wrong_tool": ev["wrong_tool"]}
+        out = {"iteration": iteration, "time_s": time.perf_counter() - start, "episode/success": ev["success"]}
+        if "wrong_tool" in ev:  # tasks with several objects to pick from
+            out["episode/wrong_tool"] = ev["wrong_tool"]
         self.logger.log(iteration, out)
         return out

@@ -87,3 +87,14 @@ def test_noisy_collection_labels_rows_with_the_teachers_clean_actions(tmp_path):
     assert torch.equal(data["action"], torch.cat([ep["teacher_actions"] for ep in eps]))
     del eps[0]["teacher_actions"]  # demos without clean labels fall back to the applied actions
     assert torch.equal(S.demo_labels(eps[0]), eps[0]["actions"])
+
+
+def test_evaluate_reports_wrong_tool_only_for_tasks_that_count_it():
+    from robotrl.tasks.driving.language.config import DrivingLanguageConfig
+
+    tool_env = _env(n=4)
+    tool = S.evaluate(tool_env, None, 4, policy=lambda o: tool_env.task.scripted_action())
+    drive_env = make_env(DrivingLanguageConfig(episode_length_s=2.0), SimConfig(num_envs=4, nthread=1), seed=0)
+    drive = S.evaluate(drive_env, None, 4, policy=lambda o: drive_env.task.scripted_action())
+    assert tool["wrong_tool"] == 0.0 and tool["episodes"] == 4
+    assert "wrong_tool" not in drive and drive["episodes"] == 4
