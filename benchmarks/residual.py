@@ -12,8 +12,10 @@ Part ``residual`` (per seed, 4-D PointReach with a sparse success reward, radius
 Part ``sac_ppo``: PPO, SAC and FastTD3 on ``humanoid`` from the CLI's composed configs (the same
 task config; each learner's ``tuning/humanoid_<algo>`` file), one after the other in one run,
 each for ``--seconds`` of wall-clock on this machine; the
-deterministic return is evaluated on 16 episodes; return-vs-steps and return-vs-time points
-come from each run's ``metrics.jsonl``.
+deterministic return is evaluated on ``--eval-episodes`` episodes (16) of the composed task config
+(``--eval-schema-task``: the schema's defaults, without action delay and observation noise, as
+the figures under the plain ``humanoid_`` keys were); return-vs-steps and return-vs-time points
+come from each run's ``metrics.jsonl``. ``--prefix`` names the keys and the curve files.
 
 Part ``driving_residual``: ResFiT on a *deliberately weakened* driving base. The base is the
 trained PPO driver (``runs/driving_deploy_lap``, its deterministic Beta-mean action) with a
@@ -147,7 +149,8 @@ def summarize(figures: dict) -> dict:
             "residual_beats_rlpd": mean["residual"] > mean["rlpd"]}
 
 
-def part_sac_ppo(seconds: float, algos: list[str], episodes: int = 16) -> tuple[dict, list]:
+def part_sac_ppo(seconds: float, algos: list[str], episodes: int = 16, prefix: str = "humanoid",
+                 eval_composed: bool = True, seed: int = 0) -> tuple[dict, list]:
     from hydra import compose, initialize_config_module
     from learning import write_curves  # the equal-footing benchmark's curve plot (PNG and CSV)
     from omegaconf import OmegaConf
@@ -167,30 +170,34 @@ def part_sac_ppo(seconds: float, algos: list[str], episodes: int = 16) -> tuple[
         with initialize_config_module(config_module="robotrl.configs", version_base="1.3"):
             cfg = compose(config_name="train", overrides=[
                 "task=humanoid", f"algo={algo}", "progress=false", "tensorboard=false", "save_interval=100000",
-                f"max_time_s={seconds}", "max_iterations=1000000", f"run_dir={run_dir}"])
-        runner = make_runner(OmegaConf.to_object(cfg), run_dir)
+                f"max_time_s={seconds}", "max_iterations=1000000", f"run_dir={run_dir}", f"seed={seed}"])
+        train_cfg = OmegaConf.to_object(cfg)
+        runner = make_runner(train_cfg, run_dir)
         runner.learn()
-        env = TaskEnv(config_class("humanoid")(), SimConfig(num_envs=episodes), seed=12345)
+        # the composed task config the learners trained on (action delay, observation noise); the
+        # 2026-11 figures under the plain ``humanoid_`` keys used the schema's defaults (neither)
+        env = TaskEnv(train_cfg.task if eval_composed else config_class("humanoid")(), SimConfig(num_envs=episodes),
+                      seed=12345)
         final = run_episodes(env, runner.algo.policy, episodes, deterministic=True)
         curve = [(r["env_steps"], round(r["time_s"], 1), r.get("episode/return"))
                  for r in read_metrics(run_dir) if r.get("episode/return") is not None]
         curves[algo] = [(t, s, r) for s, t, r in curve]
         stride = max(1, len(curve) // 8)
-        out |= {f"humanoid_{algo}_env_steps": runner.env_steps, f"humanoid_{algo}_wall_s": runner.elapsed_s,
-                f"humanoid_{algo}_eval_return": final["return"],
-                f"humanoid_{algo}_eval_episode_length": final["length"],
-                f"humanoid_{algo}_steps_per_s": runner.env_steps / max(runner.elapsed_s, 1e-9),
-                f"humanoid_{algo}_curve_env_steps_time_s_train_return": [list(c) for c in curve[::stride]]}
-        rows.append((f"humanoid {algo}", f"{runner.env_steps} steps in {runner.elapsed_s:.0f} s, "
+        out |= {f"{prefix}_{algo}_env_steps": runner.env_steps, f"{prefix}_{algo}_wall_s": runner.elapsed_s,
+                f"{prefix}_{algo}_eval_return": final["return"],
+                f"{prefix}_{algo}_eval_episode_length": final["length"],
+                f"{prefix}_{algo}_steps_per_s": runner.env_steps / max(runner.elapsed_s, 1e-9),
+                f"{prefix}_{algo}_curve_env_steps_time_s_train_return": [list(c) for c in curve[::stride]]}
+        rows.append((f"{prefix} {algo}", f"{runner.env_steps} steps in {runner.elapsed_s:.0f} s, "
                                          f"eval return {final['return']:.1f} (len {final['length']:.0f})"))
         print(rows[-1], flush=True)
     if "ppo" in algos:
         for algo in algos:
-            out[f"humanoid_{algo}_eval_return_over_ppo"] = out[f"humanoid_{algo}_eval_return"] / out[
-                "humanoid_ppo_eval_return"]
-    png, _ = write_curves(curves, RESULTS_DIR, "humanoid_offpolicy",
+            out[f"{prefix}_{algo}_eval_return_over_ppo"] = out[f"{prefix}_{algo}_eval_return"] / out[
+                f"{prefix}_ppo_eval_return"]
+    png, _ = write_curves(curves, RESULTS_DIR, f"{prefix}_offpolicy",
                           f"humanoid, {seconds:.0f} s wall-clock each on this machine: {', '.join(algos)}")
-    out["humanoid_offpolicy_curves_png"] = png.name
+    out[f"{prefix}_offpolicy_curves_png"] = png.name
     return out, rows
 
 
@@ -400,6 +407,11 @@ def main() -> None:
     parser.add_argument("--env-steps", type=int, default=32000)
     parser.add_argument("--rlpd-sigma", type=float, default=0.1)
     parser.add_argument("--seconds", type=float, default=90.0)
+    parser.add_argument("--eval-episodes", type=int, default=16, help="sac_ppo: deterministic eval episodes")
+    parser.add_argument("--prefix", default="humanoid", help="sac_ppo: key prefix and curve file name")
+    parser.add_argument("--eval-schema-task", action="store_true",
+                        help="sac_ppo: evaluate on the task schema's defaults (the 2026-11 humanoid_ keys), not the "
+                             "composed task config")
     parser.add_argument("--algos", nargs="+", choices=("ppo", "sac", "fasttd3"), default=["ppo", "sac", "fasttd3"])
     parser.add_argument("--methods", nargs="+", choices=("residual", "rlpd"), default=["residual", "rlpd"])
     parser.add_argument("--base", default="runs/driving_deploy_lap/checkpoints", help="driving PPO checkpoint")
@@ -412,7 +424,7 @@ def main() -> None:
     parser.add_argument("--evals-per-stage", type=int, default=1, help="curve points per driving stage")
     parser.add_argument("--budget-cpu-s", type=float, default=1800.0)
     parser.add_argument("--driving-env-steps", type=int, default=3_000_000)
-    parser.add_argument("--seed", type=int, default=0, help="driving run seed")
+    parser.add_argument("--seed", type=int, default=0, help="driving run seed; sac_ppo: every learner's seed")
     parser.add_argument("--fresh", action="store_true", help="start the driving run over")
     parser.add_argument("--heldout", action="store_true",
                         help="also score base and residual on held-out tracks, and the base again (final stage)")
@@ -427,8 +439,11 @@ def main() -> None:
     elif args.part == "driving_residual":
         figures, rows = part_driving(args)  # the commands are in driving_residual_commands_per_stage
     else:
-        figures, rows = part_sac_ppo(args.seconds, args.algos)
-        figures |= {"humanoid_budget_wall_s": args.seconds}
+        figures, rows = part_sac_ppo(args.seconds, args.algos, args.eval_episodes, args.prefix,
+                                     not args.eval_schema_task, args.seed)
+        figures |= {f"{args.prefix}_budget_wall_s": args.seconds, f"{args.prefix}_eval_episodes": args.eval_episodes,
+                    f"{args.prefix}_eval_task": "schema defaults" if args.eval_schema_task else "composed task config",
+                    f"{args.prefix}_seed": args.seed}
 
     old = json.loads(path.read_text()) if path.exists() else {}
     summary = summarize({**old, **figures}) if args.part != "driving_residual" else {}
