@@ -329,7 +329,9 @@ def residual_phase(args, fig: dict) -> None:
     ``seed + 7`` seen wording / ``seed + 8`` held-out wording), for the VLA alone and for VLA +
     residual, in the same envs. Deviations from ResFiT, for a minutes-long CPU run: no
     demonstration half of the batch (online data only), a 500-step critic warm-up instead of
-    10-20k, actor lr ``--residual-actor-lr`` instead of 1e-6 to 5e-6.
+    10-20k, actor lr ``--residual-actor-lr`` instead of 1e-6 to 5e-6, and the task's own reward
+    unless ``--residual-reward success`` (ResFiT's sparse reward: 1 on the last step of a
+    successful episode, every episode end terminal).
     """
     from robotrl.algos.residual import Residual, ResidualConfig
     from robotrl.envs.residual import BaseActionEnv
@@ -375,6 +377,10 @@ def residual_phase(args, fig: dict) -> None:
         for _ in range(16):
             action = algo.act(obs)
             obs, reward, term, trunc, info = env.step(action)
+            if args.residual_reward == "success":  # ResFiT's: r = 1 on a successful episode's last step
+                reward, term, trunc = torch.zeros_like(reward), term | trunc, torch.zeros_like(trunc)
+                if "episode" in info:
+                    reward[term.nonzero().squeeze(1)] = info["episode"]["success"].float()
             algo.process_step(obs, reward, term, trunc, info)
             if "episode" in info:
                 finished += int(info["episode"]["success"].numel())
@@ -397,7 +403,7 @@ def residual_phase(args, fig: dict) -> None:
         print(f"residual {key}: base {fig[f'residual_base_success_{key}']:.3f} -> "
               f"{fig[f'residual_success_{key}']:.3f}", flush=True)
     points.append((wall, fig["residual_success_seen"]))
-    out_dir = Path(args.sft_dir).parent / "residual"
+    out_dir = Path(args.sft_dir).parent / ("residual" if args.residual_reward == "task" else "residual_success")
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.save({"actor": algo.policy.state_dict(), "meta": algo.policy_meta()}, out_dir / "actor.pt")
     fig["residual_checkpoint"] = str(out_dir / "actor.pt")
@@ -413,6 +419,7 @@ def residual_phase(args, fig: dict) -> None:
     fig["residual_scale"] = cfg.scale
     fig["residual_actor_lr"] = cfg.actor_lr
     fig["residual_utd"] = cfg.utd
+    fig["residual_reward"] = args.residual_reward
     fig["residual_critic_warmup_updates"] = cfg.critic_warmup_updates
     fig["residual_gain_over_base_points"] = 100 * (fig["residual_success_seen"] - fig["residual_base_success_seen"])
 
@@ -473,6 +480,9 @@ def main() -> None:
     p.add_argument("--residual-minutes", type=float, default=6.0)
     p.add_argument("--residual-scale", type=float, default=0.1)
     p.add_argument("--residual-actor-lr", type=float, default=1e-4)
+    p.add_argument("--residual-reward", choices=("task", "success"), default="task",
+                   help="residual: the task's reward, or ResFiT's sparse success (1 on a successful episode's "
+                        "last step, every episode end terminal)")
     p.add_argument("--residual-eval-minutes", type=float, default=2.0, help="residual: curve point every")
     p.add_argument("--torch-threads", type=int, default=2, help="intra-op threads (run under the CPU lock)")
     p.add_argument("--prefix", default="", help="write every figure as <prefix>_<key>, and the curve and plot "
