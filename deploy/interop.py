@@ -166,14 +166,44 @@ def fastdds_loopback_profile() -> str:
 """
 
 
+def default_fastdds_profile_path() -> Path:
+    """The per-user profile file every robotrl process shares: ``$XDG_CACHE_HOME/robotrl/fastdds_loopback.xml``."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "robotrl" / "fastdds_loopback.xml"
+
+
 def write_fastdds_loopback_profile(path: str | os.PathLike | None = None) -> Path:
-    """Write ``fastdds_loopback_profile()`` to ``path`` (a temporary file by default); return the path."""
-    if path is None:
+    """Write ``fastdds_loopback_profile()`` to ``path`` and return the path.
+
+    By default the file is ``default_fastdds_profile_path()``, one per user, which every process
+    reuses: it is rewritten (atomically) only when it is missing or holds something else, so
+    starting nodes leaves no files behind. Where that directory cannot be written, a temporary
+    file is used instead.
+    """
+    text = fastdds_loopback_profile()
+    out = Path(path) if path is not None else default_fastdds_profile_path()
+    try:
+        if out.read_text() == text:
+            return out
+    except OSError:
+        pass
+    tmp = None
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".fastdds_loopback_", suffix=".xml")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, out)
+    except OSError as err:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if path is not None:
+            raise
         fd, name = tempfile.mkstemp(prefix="robotrl_fastdds_loopback_", suffix=".xml")
-        os.close(fd)
-        path = name
-    out = Path(path)
-    out.write_text(fastdds_loopback_profile())
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        log.warning("cannot write the Fast DDS loopback profile to %s (%s); using %s", out, err, name)
+        out = Path(name)
     return out
 
 

@@ -12,15 +12,13 @@ Before any participant exists:
 """
 
 import os
-import tempfile
 
 import pytest
 from robotrl.deploy.dds import LOCALHOST_CONFIG
 from robotrl.deploy.interop import write_fastdds_loopback_profile
 
 os.environ["CYCLONEDDS_URI"] = LOCALHOST_CONFIG
-os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(write_fastdds_loopback_profile(
-    os.path.join(tempfile.gettempdir(), f"robotrl_fastdds_loopback_{os.getpid()}.xml")))
+os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(write_fastdds_loopback_profile())  # the shared per-user file
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ["ROS_PYTHON_CHECK_FIELDS"] = "1"
 

@@ -17,8 +17,10 @@ pytest.importorskip("cyclonedds")
 from robotrl.deploy import msgs  # noqa: E402
 from robotrl.deploy.interop import (  # noqa: E402
     cyclone_settings,
+    default_fastdds_profile_path,
     fastdds_loopback_profile,
     merge_cyclone_uri,
+    write_fastdds_loopback_profile,
 )
 from robotrl.deploy.transport import COMMAND_QOS, RELIABLE_QOS, SENSOR_QOS  # noqa: E402
 
@@ -54,6 +56,33 @@ def test_fastdds_loopback_profile_allows_only_127_0_0_1_and_disables_builtin_tra
     assert root.find(".//f:useBuiltinTransports", ns).text == "false"
     assert root.find(".//f:participant", ns).get("is_default_profile") == "true"
 
+
+
+def test_default_loopback_profile_file_is_one_shared_file_rewritten_only_when_wrong(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = write_fastdds_loopback_profile()
+    assert first == default_fastdds_profile_path() == tmp_path / "robotrl" / "fastdds_loopback.xml"
+    assert first.read_text() == fastdds_loopback_profile()
+    mtime = first.stat().st_mtime_ns
+    time.sleep(0.01)
+    assert write_fastdds_loopback_profile() == first  # a second process reuses it, unchanged
+    assert first.stat().st_mtime_ns == mtime
+    first.write_text("<dds/>")  # someone else's content: replaced, with no temporary file left
+    assert write_fastdds_loopback_profile() == first and first.read_text() == fastdds_loopback_profile()
+    assert sorted(p.name for p in first.parent.iterdir()) == ["fastdds_loopback.xml"]
+
+
+def test_loopback_profile_falls_back_to_a_temp_file_where_the_cache_cannot_be_written(tmp_path, monkeypatch):
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # robotrl/ cannot be made under a file
+    out = write_fastdds_loopback_profile()
+    try:
+        assert out.parent != blocker and out.read_text() == fastdds_loopback_profile()
+    finally:
+        out.unlink()
+    with pytest.raises(OSError):  # an explicit path is the caller's: its failure is raised
+        write_fastdds_loopback_profile(blocker / "profile.xml")
 
 TRACE_CHILD = """
 import os, sys
