@@ -135,6 +135,7 @@ def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
     The caller sets torch's thread count (``sb3_budget`` switches it between collection and update).
     """
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
     from robotrl.policies.mlp import ACTIVATIONS
@@ -157,6 +158,7 @@ def sb3_ppo(cfg: Any, venv: Any) -> tuple[Any, Any]:
                        "activation_fn": ACTIVATIONS[pol.activation], "log_std_init": math.log(pol.init_std),
                        "ortho_init": pol.init == "orthogonal"},
     )
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default makes an empty /tmp/SB3-<date> dir
     return model, venv
 
 

@@ -21,10 +21,12 @@ short ones). The *gain* is final minus untrained return.
 
 Each task is its own comparison (its own composed config, both learners, one after the other).
 Results: ``learning.json`` (flat figures prefixed ``<task>_``, the config hash both used,
-machine, date, load; a task's keys replace that task's earlier keys and leave the other
-tasks' figures), ``learning_curves_<task>.png`` and ``learning_curves_<task>.csv`` (training
+machine, date, load; a run rewrites the keys it produces and keeps every other key),
+``learning_curves_<task>.png`` and ``learning_curves_<task>.csv`` (training
 return, the mean of the last 100 finished episodes, against wall-clock and env steps) in
-``benchmarks/results/``.
+``benchmarks/results/``. ``--prefix P`` files a second configuration of a task beside the
+first (another budget, seed or override): its figures, run settings included, go under
+``<task>_P_`` and its curves to ``learning_curves_<task>_P.*``, and every other key is kept.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import os
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -185,11 +188,12 @@ def compare(task: str, args: argparse.Namespace, out_dir: Path) -> dict[str, Any
     fig["ratio_return_gain_robotrl_vs_sb3"] = ours / theirs if theirs > 0 else "undefined: SB3 gain <= 0"
     fig["ratio_env_steps_robotrl_vs_sb3"] = fig["robotrl_ppo_env_steps_count"] / max(
         fig["sb3_ppo_adapter_env_steps_count"], 1)
-    png, csv_path = write_curves(curves, out_dir, task, f"{task}, {args.num_envs} worlds, {args.budget:g} s per "
+    label = f"{task}_{args.prefix}" if args.prefix else task
+    png, csv_path = write_curves(curves, out_dir, label, f"{task}, {args.num_envs} worlds, {args.budget:g} s per "
                                  f"learner, config {config_hash}")
-    print(table([(k, fmt(v)) for k, v in fig.items()], f"{task} learning, {args.budget:g} s per learner"))
+    print(table([(k, fmt(v)) for k, v in fig.items()], f"{label} learning, {args.budget:g} s per learner"))
     print(f"curves: {png}, {csv_path}")
-    return {f"{task}_{k}": v for k, v in fig.items()}
+    return {f"{label}_{k}": v for k, v in fig.items()}
 
 
 def main() -> None:
@@ -202,6 +206,7 @@ def main() -> None:
     parser.add_argument("--override", action="append", default=[], help="extra Hydra override, for both learners")
     parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 16 worlds, 5 s, 8 episodes, temp dir")
+    parser.add_argument("--prefix", default="", help="file this run as <task>_<prefix>_* beside the task's keys")
     args = parser.parse_args()
     if args.quick:
         args.budget, args.num_envs, args.episodes = 5.0, 16, 8
@@ -213,17 +218,17 @@ def main() -> None:
                            "eval_episodes_count": args.episodes, "eval_seed": EVAL_SEED,
                            "eval_protocol": "deterministic actions, first episode of each world",
                            "sb3_differences": SB3_DIFFERENCES}
+    if args.prefix:  # the run settings belong to this configuration only
+        fig = {f"{task}_{args.prefix}_{k}": v for task in tasks for k, v in fig.items()}
     for task in tasks:
         fig |= compare(task, args, out_dir)
+        if args.prefix:  # the unprefixed "date" is the file's last save
+            fig[f"{task}_{args.prefix}_date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     old = out_dir / "learning.json"
-    if old.exists():  # keep the other tasks' figures; this run's tasks replace their own keys
+    if old.exists():  # rewrite what this run produces and keep every other key (other tasks, other prefixes)
         import json
 
-        from robotrl.tasks import available
-
-        others = [t for t in available() if t not in tasks]
-        kept = {k: v for k, v in json.loads(old.read_text()).items() if k.startswith(tuple(f"{t}_" for t in others))}
-        fig = {**kept, **fig}
+        fig = {**json.loads(old.read_text()), **fig}
     path = save("learning", fig, merge=False, out_dir=out_dir)
     print(f"saved {path}")
 

@@ -59,6 +59,7 @@ def test_sb3_ppo_raises_the_pointreach_return_through_the_adapter(one_thread):
     venv = make_sb3_vec_env(PointReach(ReachConfig(num_envs=16), seed=0))
     model = sb3.PPO("MlpPolicy", venv, n_steps=64, batch_size=256, n_epochs=4, verbose=0, device="cpu", seed=0,
                     policy_kwargs={"net_arch": [64, 64]})
+    model.set_logger(sb3.common.logger.Logger(folder=None, output_formats=[]))  # no /tmp/SB3-<date> dir
     before = _deterministic_return(model)
     model.learn(total_timesteps=16 * 64 * 10)
     after = _deterministic_return(model)
