@@ -172,6 +172,18 @@ def default_fastdds_profile_path() -> Path:
     return Path(cache) / "robotrl" / "fastdds_loopback.xml"
 
 
+def _write_temp(text: str, directory: Path | None, prefix: str) -> str:
+    """``text`` in a new temporary ``.xml`` file in ``directory`` (the system's temp dir if None); its path."""
+    fd, name = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".xml")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+    except OSError:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return name
+
+
 def write_fastdds_loopback_profile(path: str | os.PathLike | None = None) -> Path:
     """Write ``fastdds_loopback_profile()`` to ``path`` and return the path.
 
@@ -187,21 +199,18 @@ def write_fastdds_loopback_profile(path: str | os.PathLike | None = None) -> Pat
             return out
     except OSError:
         pass
-    tmp = None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".fastdds_loopback_", suffix=".xml")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, out)
-    except OSError as err:
-        if tmp is not None:
+        tmp = _write_temp(text, out.parent, ".fastdds_loopback_")
+        try:
+            os.replace(tmp, out)
+        except OSError:
             Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as err:
         if path is not None:
             raise
-        fd, name = tempfile.mkstemp(prefix="robotrl_fastdds_loopback_", suffix=".xml")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        name = _write_temp(text, None, "robotrl_fastdds_loopback_")
         log.warning("cannot write the Fast DDS loopback profile to %s (%s); using %s", out, err, name)
         out = Path(name)
     return out

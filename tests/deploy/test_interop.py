@@ -72,7 +72,7 @@ def test_default_loopback_profile_file_is_one_shared_file_rewritten_only_when_wr
     assert sorted(p.name for p in first.parent.iterdir()) == ["fastdds_loopback.xml"]
 
 
-def test_loopback_profile_falls_back_to_a_temp_file_where_the_cache_cannot_be_written(tmp_path, monkeypatch):
+def test_loopback_profile_falls_back_to_a_temp_file_and_leaves_no_partial_file_on_errors(tmp_path, monkeypatch):
     blocker = tmp_path / "not_a_dir"
     blocker.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # robotrl/ cannot be made under a file
@@ -83,6 +83,11 @@ def test_loopback_profile_falls_back_to_a_temp_file_where_the_cache_cannot_be_wr
         out.unlink()
     with pytest.raises(OSError):  # an explicit path is the caller's: its failure is raised
         write_fastdds_loopback_profile(blocker / "profile.xml")
+    taken = tmp_path / "taken.xml"  # a directory in the way: the replace fails and no temporary file stays
+    (taken / "inside").mkdir(parents=True)
+    with pytest.raises(OSError):
+        write_fastdds_loopback_profile(taken)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not_a_dir", "taken.xml"]
 
 TRACE_CHILD = """
 import os, sys
