@@ -10,6 +10,8 @@
     # planted_reference_leaf16; use a TWIN_PLANT_DIR of its own, with narrow/ and heldout.npz copied in);
     # validate=0.2 holds back that share of the budget to re-test each region (section ..._validate0.2)
     # planted uniform_plain <options>: beside such a run, uniform draws with no re-test (the plain baseline)
+    # budgets after the stage: train_s=900 extra_s=480 (narrow training and each retraining's extra seconds;
+    # section ..._train900_extra480; those stages then take longer than 10 min)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
@@ -272,6 +274,7 @@ PLANTED_FRICTION = 1.0  # the planted box: friction below what the narrow run ev
 PLANT_STAGES = ("train", "mine", "heldout", "retrain_mined", "retrain_control", "eval")
 SCENARIO_MIX = {"mined": 0.5}  # retrained policies with the mined scenarios: task.scenario_mix
 WEIGHTING = "learnability"  # how the mined file picks regions for training (robotrl.twin.scenarios)
+PLANT_BUDGETS = {"train_s": 480, "extra_s": 240}  # narrow training, and the extra time of each retraining
 MINE_OPTIONS = {"baseline": "uniform", "min_leaf": 8}  # region test (robotrl.twin.mine); argv key=value overrides
 _OLD_MINE_OPTIONS = dict(MINE_OPTIONS)
 # what a stage writes (under PLANT_DIR, and its key in state.json), and what it makes stale when it runs again
@@ -442,7 +445,8 @@ def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
         res_state.update({"eval_scenarios_in_mined": len(x_in), "eval_scenarios_elsewhere": len(x_out)})
         t0, longest = time.time(), 0.0
         for name in EVAL_POLICIES:
-            if f"{name}_success_elsewhere_pct" in res_state or not _stage_done(_RUN_STAGE[name], state):
+            trained = _stage_done(_RUN_STAGE[name], state, train_s, extra_s)
+            if f"{name}_success_elsewhere_pct" in res_state or not trained:
                 continue
             if time.time() - t0 + 1.3 * longest > 480:
                 print(f"eval: {name} left for the next call (time)", flush=True)
@@ -618,18 +622,25 @@ def main():
         _merge("sim_to_sim", rows)
     if mode in ("planted", "all"):
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
-        for arg in sys.argv[3:]:  # mining options: baseline=reference min_leaf=16
+        budgets = dict(PLANT_BUDGETS)
+        for arg in sys.argv[3:]:  # mining options: baseline=reference min_leaf=16; budgets: train_s=900 extra_s=480
             key, value = arg.split("=", 1)
+            if key in budgets:
+                budgets[key] = int(value)
+                continue
             if key not in ("baseline", "min_leaf", "validate"):
-                raise SystemExit(f"planted: unknown mining option {key!r}; valid: baseline, min_leaf, validate")
+                raise SystemExit(f"planted: unknown option {key!r}; valid: baseline, min_leaf, validate, "
+                                 f"{', '.join(PLANT_BUDGETS)}")
             MINE_OPTIONS[key] = {"min_leaf": int, "validate": float}.get(key, str)(value)
-        planted = planted_rows(stages)
+        planted = planted_rows(stages, **budgets)
         for k, v in planted.items():
             print(f"{k:45s} {v}")
-        default = MINE_OPTIONS == _OLD_MINE_OPTIONS
+        default = MINE_OPTIONS == _OLD_MINE_OPTIONS and budgets == PLANT_BUDGETS
         section = f"planted_{MINE_OPTIONS['baseline']}_leaf{MINE_OPTIONS['min_leaf']}"
         if MINE_OPTIONS.get("validate"):
             section += f"_validate{MINE_OPTIONS['validate']:g}"
+        if budgets != PLANT_BUDGETS:
+            section += f"_train{budgets['train_s']}_extra{budgets['extra_s']}"
         _merge("planted" if default else section, planted)
 
 
