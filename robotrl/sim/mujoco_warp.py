@@ -11,6 +11,8 @@ This module is only imported when ``sim.backend=warp`` (``robotrl.sim.backend.ma
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -58,8 +60,14 @@ class WarpBatchSim(BatchSim):
             self.d = mjw.put_data(model, data, nworld=cfg.num_envs, **kwargs)
         self._per_world = set(cfg.per_world_fields)
         self._views: dict[str, torch.Tensor] = {}
-        self._graphs: dict[int, object] = {}
+        self._graphs: dict[object, Any] = {}  # key -> wp.Graph
+        self._const_dirty = False  # a set_const field was written: set_const runs before the next forward or step
+        self._reset_mask = torch.zeros(self.nsim, dtype=torch.bool, device=self.device)
+        self._wp_reset_mask = wp.from_torch(self._reset_mask)
         self._host_data = mujoco.MjData(model)
+        self._render_ctx: Any = None  # mjw.RenderContext
+        self._render_key: tuple[int, tuple[int, int]] | None = None
+        self._rgb: Any = None  # wp.array (nsim, H, W) of vec3
         self._qpos = self.bind("qpos")
         self._qvel = self.bind("qvel")
         log.info("MuJoCo Warp: %d worlds on %s (per-world fields: %s)", self.nsim, self.device,
@@ -78,20 +86,35 @@ class WarpBatchSim(BatchSim):
         for _ in range(nstep):
             mjw.step(self.m, self.d)
 
-    def step(self, nstep: int = 1) -> torch.Tensor:
-        """Advance all worlds (graph-captured after the first call); return diverged world ids."""
+    def _launch(self, key: object, fn: Callable[[], None]) -> None:
+        """Run ``fn`` (Warp launches only); with ``cuda_graph`` it is captured on first use and replayed after.
+
+        Replaying a graph costs one launch instead of one per kernel: on an H100 with 4096 humanoid
+        worlds, ``forward`` took 5.1 ms eager and 0.5 ms replayed, ``reset_data`` 6.2 and 0.02 ms,
+        ``set_const`` 14.6 and 3.5 ms. Inputs that change between calls live in fixed buffers.
+        """
         with wp.ScopedDevice(self._wp_device):
             if not self.cfg.cuda_graph:
-                self._run(nstep)
+                fn()
+                return
+            graph = self._graphs.get(key)
+            if graph is None:
+                fn()  # the real call; compiles the kernels before capture
+                with wp.ScopedCapture() as capture:  # records only: nothing runs here
+                    fn()
+                self._graphs[key] = capture.graph
             else:
-                graph = self._graphs.get(nstep)
-                if graph is None:
-                    self._run(nstep)  # the real step; compiles the kernels before capture
-                    with wp.ScopedCapture() as capture:  # records only: nothing runs here
-                        self._run(nstep)
-                    self._graphs[nstep] = capture.graph
-                else:
-                    wp.capture_launch(graph)
+                wp.capture_launch(graph)
+
+    def _set_const(self) -> None:
+        if self._const_dirty:
+            self._launch("set_const", lambda: mjw.set_const(self.m, self.d))
+            self._const_dirty = False
+
+    def step(self, nstep: int = 1) -> torch.Tensor:
+        """Advance all worlds (graph-captured after the first call); return diverged world ids."""
+        self._set_const()
+        self._launch(("step", nstep), lambda: self._run(nstep))
         bad = ~torch.isfinite(self._qpos).all(dim=1) | ~torch.isfinite(self._qvel).all(dim=1)
         bad |= self._qvel.abs().amax(dim=1) > self.cfg.divergence_threshold
         return bad.nonzero().squeeze(1)
@@ -106,20 +129,19 @@ class WarpBatchSim(BatchSim):
         if ids.numel() == 0:
             return
         idx = ids.to(self.device, torch.int64)
-        mask = torch.zeros(self.nsim, dtype=torch.bool, device=self.device)
-        mask[idx] = True
-        with wp.ScopedDevice(self._wp_device):
-            mjw.reset_data(self.m, self.d, reset=wp.from_torch(mask))
-            if qpos is not None:
-                self._qpos[idx] = qpos.to(self.device, self._qpos.dtype)
-            if qvel is not None:
-                self._qvel[idx] = qvel.to(self.device, self._qvel.dtype)
-            mjw.forward(self.m, self.d)
+        self._reset_mask.zero_()
+        self._reset_mask[idx] = True
+        self._launch("reset", lambda: mjw.reset_data(self.m, self.d, reset=self._wp_reset_mask))
+        if qpos is not None:
+            self._qpos[idx] = qpos.to(self.device, self._qpos.dtype)
+        if qvel is not None:
+            self._qvel[idx] = qvel.to(self.device, self._qvel.dtype)
+        self.forward()
 
     def forward(self, ids: torch.Tensor | None = None) -> None:
-        """``mj_forward`` for all worlds (Warp computes every world in one launch)."""
-        with wp.ScopedDevice(self._wp_device):
-            mjw.forward(self.m, self.d)
+        """``mj_forward`` for all worlds (Warp computes every world in one launch; a pending set_const first)."""
+        self._set_const()
+        self._launch("forward", lambda: mjw.forward(self.m, self.d))
 
     def _model_view(self, name: str) -> torch.Tensor:
         arr = getattr(self.m, name, None)
@@ -139,8 +161,7 @@ class WarpBatchSim(BatchSim):
             (ids.numel(), *view.shape[1:])
         )
         if name in _SETCONST:
-            with wp.ScopedDevice(self._wp_device):
-                mjw.set_const(self.m, self.d)
+            self._const_dirty = True  # once before the next forward or step, however many fields change
 
     def model_field(self, name: str) -> torch.Tensor:
         """``(nsim, ...)`` values of a model field as each world sees it."""
@@ -166,6 +187,34 @@ class WarpBatchSim(BatchSim):
                 wp.from_torch(dist), wp.from_torch(geomid), wp.from_torch(normal, dtype=wp.vec3f),
             )
         return dist
+
+    def render(self, camera: str | int, ids: torch.Tensor, size: tuple[int, int] = (84, 84)) -> np.ndarray:
+        """Worlds ``ids`` from a model camera: ``(k, H, W, 3)`` uint8, ray traced on the GPU for every world at once.
+
+        MuJoCo Warp's batch renderer (``mujoco_warp.render``: one launch for all ``nsim`` worlds, the
+        BVH refit to the current poses first); lean settings as on the CPU: no shadows or textures.
+        The free camera (``-1``) has no batched form and goes through the OpenGL renderer, world by world.
+        """
+        cam = camera if isinstance(camera, int) else mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        if isinstance(camera, str) and cam < 0:
+            raise KeyError(f"The model has no camera {camera!r}.")
+        if cam < 0:
+            return super().render(camera, ids, size)
+        key = (int(cam), (int(size[0]), int(size[1])))
+        with wp.ScopedDevice(self._wp_device):
+            if self._render_key != key:
+                height, width = key[1]
+                self._render_ctx = mjw.create_render_context(
+                    self.model, self.nsim, cam_res=(width, height), render_rgb=True, render_depth=False,
+                    use_textures=False, use_shadows=False, cam_active=[key[0]],
+                )
+                self._rgb = wp.zeros((self.nsim, height, width), dtype=wp.vec3)
+                self._render_key = key
+            mjw.refit_bvh(self.m, self.d, self._render_ctx)
+            mjw.render(self.m, self.d, self._render_ctx)
+            mjw.get_rgb(self._render_ctx, 0, self._rgb)
+        rgb = wp.to_torch(self._rgb)[ids.to(self.device, torch.int64)]  # (k, H, W, 3) float in [0, 1]
+        return (rgb * 255.0 + 0.5).clamp_(0, 255).to(torch.uint8).cpu().numpy()
 
     def get_world(self, world: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
         """Host copy of world ``world`` (per-world model fields copied in) for rendering."""

@@ -4,6 +4,7 @@ On CUDA (``-m gpu``) this is the real check. Warp also runs its kernels on the C
 so ``-m slow`` exercises the same backend code here; compiling the kernels takes minutes cold.
 """
 
+import numpy as np
 import pytest
 import torch
 
@@ -27,13 +28,17 @@ def _parity(device: str, nworld: int, steps: int, graph: bool) -> None:
     warp = WarpBatchSim(model, SimConfig(backend="warp", num_envs=nworld, device=device, cuda_graph=graph))
     cpu = CpuBatchSim(model, SimConfig(num_envs=nworld, nthread=2))
     gen = torch.Generator().manual_seed(0)
+    worst = []
     for _ in range(steps):
         ctrl = (torch.rand(nworld, model.nu, generator=gen) - 0.5) * 0.8
         warp.bind("ctrl").copy_(ctrl.to(warp.device))
         cpu.bind("ctrl").copy_(ctrl)
         assert warp.step(5).numel() == 0 and cpu.step(5).numel() == 0
-    err = (warp.bind("qpos").double().cpu() - cpu.bind("qpos")).abs().max().item()
-    assert err < 1e-3, err  # float32 vs float64 over the same contacts
+        worst.append((warp.bind("qpos").double().cpu() - cpu.bind("qpos")).abs().amax(1))
+    # float32 against float64: on an H100, 64 worlds stayed within 1.1e-5 for 20 control steps (100 substeps);
+    # later a chaotic world drifts (4.5e-4 at 30 steps, 1.3e-2 at 40) while the median stays below 1e-5
+    assert max(float(w.max()) for w in worst[:20]) < 1e-4, [float(w.max()) for w in worst[:20]]
+    assert float(worst[-1].median()) < 1e-4, float(worst[-1].median())
     # per-world randomization and masked reset behave as on the CPU backend
     mass = warp.model_field("body_mass")[:1] * 2.0
     warp.set_model_field("body_mass", torch.tensor([0]), mass)
@@ -52,3 +57,56 @@ def test_warp_cpu_device_matches_mujoco_batch():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_warp_cuda_graph_matches_mujoco_batch():
     _parity("cuda", nworld=64, steps=40, graph=True)
+
+
+def _render_checks(device: str, nworld: int) -> None:
+    from robotrl.sim.mujoco_warp import WarpBatchSim
+
+    model = _humanoid()
+    warp = WarpBatchSim(model, SimConfig(backend="warp", num_envs=nworld, device=device, cuda_graph=False))
+    warp.step(5)
+    frames = warp.render("track", torch.arange(nworld), (32, 48))
+    assert frames.shape == (nworld, 32, 48, 3) and frames.dtype == np.uint8
+    # the tracking camera sees the floor below the horizon and the body: not one flat colour
+    assert frames.std() > 20 and len(np.unique(frames.reshape(-1, 3), axis=0)) > 8
+    # one world picked out is the same image as in the batch (same state, same pixels)
+    np.testing.assert_array_equal(warp.render("track", torch.tensor([1]), (32, 48))[0], frames[1])
+    with pytest.raises(KeyError, match="no camera 'nope'"):
+        warp.render("nope", torch.tensor([0]), (32, 48))
+
+
+@pytest.mark.slow
+def test_warp_batch_render_gives_every_world_the_same_image_as_alone_on_the_cpu_device():
+    _render_checks("cpu", nworld=2)
+
+
+@pytest.mark.slow
+def test_warp_set_const_fields_are_applied_once_before_the_next_forward_on_the_cpu_device():
+    from robotrl.sim.mujoco_warp import WarpBatchSim
+
+    model = _humanoid()
+    warp = WarpBatchSim(model, SimConfig(backend="warp", num_envs=2, device="cpu", cuda_graph=False))
+    calls = []
+    original = mjw.set_const
+    mjw.set_const = lambda m, d: (calls.append(1), original(m, d))
+    try:
+        mass = warp.model_field("body_mass")[:1] * 3.0
+        warp.set_model_field("body_mass", torch.tensor([0]), mass)
+        warp.set_model_field("body_mass", torch.tensor([0]), mass)  # two writes, one set_const
+        friction = warp.model_field("geom_friction")[:1]
+        warp.set_model_field("geom_friction", torch.tensor([0]), friction)  # needs none
+        assert calls == []
+        warp.reset(torch.tensor([0]))  # forward: set_const first
+        assert calls == [1]
+        warp.step(1)
+        assert calls == [1]  # nothing pending
+    finally:
+        mjw.set_const = original
+    # world 0 keeps the mass written to it
+    assert torch.allclose(warp.model_field("body_mass")[0], mass[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_warp_batch_render_on_cuda_matches_single_world_images():
+    _render_checks("cuda", nworld=64)
