@@ -42,3 +42,11 @@ def test_resamples_and_pushes_fire_exactly_on_each_worlds_period_across_staggere
     # every world had events, at different steps: the schedule was exercised, not trivially empty
     assert checked["resample"] >= 40 and checked["push"] >= 24
     assert len({frozenset(f) for f in fired["resample"] if f}) > 2
+
+
+def test_gpu_recipe_gives_every_randomized_field_a_per_world_copy(train_cfg):
+    cfg = train_cfg("task=humanoid_gpu", "sim=warp")
+    assert cfg.task.name == "humanoid" and cfg.sim.backend == "warp" and cfg.sim.num_envs >= 4096
+    # HumanoidTask.randomize and apply_scenario write these two per world; Warp needs them declared
+    assert {"geom_friction", "body_mass"} <= set(cfg.sim.per_world_fields)
+    assert cfg.algo.num_steps * cfg.sim.num_envs // cfg.algo.num_minibatches >= 16384  # GPU-sized mini-batches
