@@ -1,0 +1,282 @@
+"""GPU figures: MuJoCo Warp on CUDA (issue 10 target 6, issue 12 target 5): every part, or those named.
+
+    EXTRAS=dev,gpu bash scripts/setup.sh                 # once, on the GPU machine (adds MuJoCo Warp)
+    python benchmarks/gpu.py                             # all four parts (defaults: about 10 minutes on an H100)
+    python benchmarks/gpu.py --parts env                 # humanoid TaskEnv and physics-only steps/s
+    python benchmarks/gpu.py --parts humanoid --humanoid-seconds 300   # robotrl train task=humanoid_gpu sim=warp
+    python benchmarks/gpu.py --parts tool_use --tool-use-seconds 120   # robotrl train task=tool_use_gpu sim=warp
+    python benchmarks/gpu.py --parts render              # MuJoCo Warp's batch renderer through WarpBatchSim.render
+    python benchmarks/gpu.py --out DIR                   # DIR/gpu.json instead of benchmarks/results/gpu.json
+
+Every key starts with ``gpu_`` and the file records the device (``gpu_device``, ``machine_gpu``).
+Parts, each merged into the JSON as soon as it finishes (a later part that fails or is cut off
+keeps the earlier ones):
+
+* ``env``: the composed ``task=humanoid_gpu sim=warp`` env at each ``--worlds``, random actions in
+  [-1, 1] (so worlds fall and reset often, as early in training): env steps/s of ``TaskEnv.step``, and
+  of the physics alone (``sim.step(frame_skip)``, the CUDA graph), and the first step's seconds
+  (kernel compile and graph capture).
+* ``humanoid``: ``robotrl train task=humanoid_gpu sim=warp`` (composed once, as the CLI does) for
+  ``--humanoid-seconds``: training env steps/s end to end (collection, PPO updates, logging,
+  checkpoints), the return curve, then ``robotrl eval`` with the forward command fixed at each of
+  ``--eval-speeds`` (yaw 0, no standing, no pushes, no randomization): mean forward speed and falls.
+* ``tool_use``: ``robotrl train task=tool_use_gpu sim=warp`` (24,576 worlds) for ``--tool-use-seconds``:
+  env steps/s, lift rate and goals per episode over time.
+* ``render``: ``WarpBatchSim.render`` of every world of the humanoid env from its ``track`` camera at
+  ``--render-size``: frames/s at each ``--render-worlds``; a contact sheet PNG of 16 worlds.
+
+Without CUDA the script stops with a message: these figures are never measured on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import RESULTS_DIR, compose_train, missing, save, table  # noqa: E402
+
+log = logging.getLogger("benchmarks.gpu")
+
+
+def _sync() -> None:
+    torch.cuda.synchronize()
+
+
+def _device_name() -> str:
+    return torch.cuda.get_device_name(0)
+
+
+def part_env(args: argparse.Namespace) -> dict[str, Any]:
+    """Humanoid env and physics-only steps/s on Warp at each world count."""
+    from robotrl.envs.task_env import make_env
+
+    out: dict[str, Any] = {}
+    for n in args.worlds:
+        cfg, _, _ = compose_train(["task=humanoid_gpu", "sim=warp", f"sim.num_envs={n}", *args.override])
+        t0 = time.perf_counter()
+        env = make_env(cfg.task, cfg.sim, seed=0)
+        out[f"gpu_humanoid_env_build_s_{n}"] = time.perf_counter() - t0
+        gen = torch.Generator(device=env.device).manual_seed(0)
+        shape, device = (n, env.num_actions), env.device
+
+        def act() -> torch.Tensor:
+            return torch.rand(shape, generator=gen, device=device) * 2.0 - 1.0  # noqa: B023
+
+        t0 = time.perf_counter()
+        env.step(act())
+        _sync()
+        out[f"gpu_humanoid_first_step_s_{n}"] = time.perf_counter() - t0  # compile + CUDA graph capture
+        for _ in range(20):
+            env.step(act())
+        _sync()
+        steps, t0, resets = 0, time.perf_counter(), 0
+        while time.perf_counter() - t0 < args.env_seconds:
+            for _ in range(50):
+                _, _, term, trunc, _ = env.step(act())
+                resets += int((term | trunc).sum())
+            steps += 50
+        _sync()
+        wall = time.perf_counter() - t0
+        out[f"gpu_humanoid_env_steps_per_s_{n}"] = steps * n / wall
+        out[f"gpu_humanoid_env_resets_per_step_{n}"] = resets / steps
+        frame_skip = cfg.task.frame_skip
+        steps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < args.env_seconds:
+            for _ in range(50):
+                env.sim.step(frame_skip)
+            steps += 50
+        _sync()
+        out[f"gpu_humanoid_physics_env_steps_per_s_{n}"] = steps * n / (time.perf_counter() - t0)
+        out[f"gpu_humanoid_env_over_physics_{n}"] = (out[f"gpu_humanoid_env_steps_per_s_{n}"]
+                                                    / out[f"gpu_humanoid_physics_env_steps_per_s_{n}"])
+        log.info("humanoid %d worlds: env %.0f steps/s, physics only %.0f", n,
+                 out[f"gpu_humanoid_env_steps_per_s_{n}"], out[f"gpu_humanoid_physics_env_steps_per_s_{n}"])
+        env.close()
+        del env
+        torch.cuda.empty_cache()
+    out["gpu_env_frame_skip"] = frame_skip
+    out["gpu_env_seconds_each"] = args.env_seconds
+    return out
+
+
+def _train(prefix: str, overrides: list[str], seconds: float, run_dir: Path) -> tuple[Any, list[dict], dict]:
+    """Compose ``robotrl train <overrides>`` and run it for ``seconds``; (config, metrics rows, figures)."""
+    from robotrl.runners import make_runner
+
+    given = " ".join(overrides)
+    overrides = [*overrides, f"max_time_s={seconds}", f"run_dir={run_dir}", "progress=false",
+                 "tensorboard=false", "eval_at_end=false"]
+    cfg, config_yaml, _ = compose_train(overrides)
+    t0 = time.perf_counter()
+    runner = make_runner(cfg, run_dir, config_yaml=config_yaml)
+    build_s = time.perf_counter() - t0
+    runner.learn()
+    wall = time.perf_counter() - t0
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    last = rows[-1]
+    half = [r for r in rows if r["time_s"] >= last["time_s"] / 2]  # steady state: the second half
+    steady = ((half[-1]["env_steps"] - half[0]["env_steps"]) / (half[-1]["time_s"] - half[0]["time_s"])
+              if len(half) > 1 and half[-1]["time_s"] > half[0]["time_s"] else float("nan"))
+    fig = {
+        f"{prefix}_overrides": given,
+        f"{prefix}_worlds": cfg.sim.num_envs,
+        f"{prefix}_budget_s": seconds,
+        f"{prefix}_build_s": build_s,
+        f"{prefix}_wall_s": wall,
+        f"{prefix}_iterations": last.get("iteration"),
+        f"{prefix}_env_steps": last["env_steps"],
+        f"{prefix}_train_steps_per_s": last["env_steps"] / last["time_s"],
+        f"{prefix}_train_steps_per_s_second_half": steady,
+        f"{prefix}_first_return": next((r["episode/return"] for r in rows if "episode/return" in r), float("nan")),
+    }
+    for key, value in last.items():
+        if key.startswith("episode/"):
+            fig[f"{prefix}_final_{key.split('/', 1)[1]}"] = value
+    collect = [r for r in half if r.get("perf/collect_s")]
+    if collect:
+        n_step = cfg.algo.num_steps * cfg.sim.num_envs
+        fig[f"{prefix}_collect_steps_per_s"] = float(np.mean([n_step / r["perf/collect_s"] for r in collect]))
+        fig[f"{prefix}_update_s"] = float(np.mean([r["perf/update_s"] for r in collect]))
+    return cfg, rows, fig
+
+
+def _curve(rows: list[dict], keys: tuple[str, ...], points: int = 12) -> dict[str, Any]:
+    """About ``points`` evenly spaced samples of ``time_s``, ``env_steps`` and ``keys`` (as JSON lists)."""
+    picked = [r for r in rows if all(k in r for k in keys)]
+    if not picked:
+        return {}
+    idx = np.unique(np.linspace(0, len(picked) - 1, points).round().astype(int))
+    out = {"time_s": [round(picked[i]["time_s"], 1) for i in idx],
+           "env_steps": [picked[i]["env_steps"] for i in idx]}
+    out |= {k.split("/", 1)[1]: [round(picked[i][k], 4) for i in idx] for k in keys}
+    return out
+
+
+def part_humanoid(args: argparse.Namespace) -> dict[str, Any]:
+    """Train task=humanoid_gpu on Warp for the budget; evaluate forward speed at fixed commands."""
+    from robotrl.config import EvalConfig
+    from robotrl.runners.evaluate import evaluate
+
+    run_dir = Path(args.run_root) / "humanoid_gpu"
+    overrides = ["task=humanoid_gpu", "sim=warp", f"seed={args.seed}", *args.override]
+    if args.humanoid_worlds:
+        overrides.append(f"sim.num_envs={args.humanoid_worlds}")
+    cfg, rows, fig = _train("gpu_humanoid", overrides, args.humanoid_seconds, run_dir)
+    curve = _curve(rows, ("episode/return", "episode/length", "episode/forward_vel"))
+    fig["gpu_humanoid_curve"] = json.dumps(curve)
+    for speed in args.eval_speeds:
+        task = {"cmd_vx": [speed, speed], "cmd_yaw": [0.0, 0.0], "standing_prob": 0.0, "push_interval_s": 0.0}
+        result = evaluate(EvalConfig(checkpoint=str(run_dir), sim=replace(cfg.sim), task=task,
+                                     num_envs=args.eval_worlds, episodes=args.eval_worlds, video=False,
+                                     out_dir=str(run_dir / f"eval_{speed:g}")))
+        tag = f"gpu_humanoid_eval_cmd{speed:g}"
+        fig[f"{tag}_forward_vel"] = result.get("forward_vel", missing("no forward_vel in the eval"))
+        fig[f"{tag}_length"] = result.get("length")
+        fig[f"{tag}_return"] = result.get("return")
+        fig[f"{tag}_success"] = result.get("success")
+    if args.copy_metrics:
+        Path(args.copy_metrics, "humanoid_metrics.jsonl").write_text((run_dir / "metrics.jsonl").read_text())
+    return fig
+
+
+def part_tool_use(args: argparse.Namespace) -> dict[str, Any]:
+    """Train task=tool_use_gpu (24,576 worlds) on Warp for the budget."""
+    run_dir = Path(args.run_root) / "tool_use_gpu"
+    overrides = ["task=tool_use_gpu", "sim=warp", f"seed={args.seed}", *args.override]
+    if args.tool_use_worlds:
+        overrides.append(f"sim.num_envs={args.tool_use_worlds}")
+    _, rows, fig = _train("gpu_tool_use", overrides, args.tool_use_seconds, run_dir)
+    fig["gpu_tool_use_curve"] = json.dumps(_curve(rows, ("episode/return", "episode/lifted", "episode/goals_reached")))
+    if args.copy_metrics:
+        Path(args.copy_metrics, "tool_use_metrics.jsonl").write_text((run_dir / "metrics.jsonl").read_text())
+    return fig
+
+
+def part_render(args: argparse.Namespace) -> dict[str, Any]:
+    """WarpBatchSim.render of every world from the humanoid's track camera: frames/s."""
+    from robotrl.envs.task_env import make_env
+
+    h, w = args.render_size
+    out: dict[str, Any] = {"gpu_render_size": f"{h}x{w}", "gpu_render_camera": "track"}
+    for n in args.render_worlds:
+        cfg, _, _ = compose_train(["task=humanoid_gpu", "sim=warp", f"sim.num_envs={n}", *args.override])
+        env = make_env(cfg.task, cfg.sim, seed=0)
+        for _ in range(10):
+            env.step(torch.zeros(n, env.num_actions, device=env.device))
+        ids = torch.arange(n, device=env.device)
+        t0 = time.perf_counter()
+        frames = env.sim.render("track", ids, (h, w))
+        out[f"gpu_render_first_call_s_{n}"] = time.perf_counter() - t0  # context, BVH and kernel compile
+        calls, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < args.env_seconds:
+            env.step(torch.zeros(n, env.num_actions, device=env.device))
+            frames = env.sim.render("track", ids, (h, w))
+            calls += 1
+        wall = time.perf_counter() - t0
+        out[f"gpu_render_frames_per_s_{n}"] = calls * n / wall  # env step included, host copy of the frames too
+        out[f"gpu_render_mean_pixel_{n}"] = float(frames.mean())
+        if args.copy_metrics and n == args.render_worlds[0]:
+            import imageio.v2 as imageio
+
+            sheet = np.concatenate([np.concatenate(list(frames[r * 4:(r + 1) * 4]), axis=1) for r in range(4)], axis=0)
+            imageio.imwrite(Path(args.copy_metrics, "render_sheet.png"), sheet)
+        env.close()
+        del env
+        torch.cuda.empty_cache()
+    return out
+
+
+PARTS = {"env": part_env, "humanoid": part_humanoid, "tool_use": part_tool_use, "render": part_render}
+
+
+def main() -> None:
+    """Run the chosen parts; merge each one's figures into ``<out>/gpu.json`` as it finishes."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--parts", default="env,humanoid,tool_use,render", help="comma-separated: " + ", ".join(PARTS))
+    ap.add_argument("--worlds", type=int, nargs="+", default=[4096, 8192, 16384])
+    ap.add_argument("--env-seconds", type=float, default=8.0)
+    ap.add_argument("--humanoid-seconds", type=float, default=300.0)
+    ap.add_argument("--humanoid-worlds", type=int, default=0, help="0: the recipe's (4096)")
+    ap.add_argument("--eval-speeds", type=float, nargs="+", default=[1.0, 1.25])
+    ap.add_argument("--eval-worlds", type=int, default=1024, help="worlds (one episode each) per eval speed")
+    ap.add_argument("--tool-use-seconds", type=float, default=120.0)
+    ap.add_argument("--tool-use-worlds", type=int, default=0, help="0: the recipe's (24,576)")
+    ap.add_argument("--render-worlds", type=int, nargs="+", default=[1024, 4096])
+    ap.add_argument("--render-size", type=int, nargs=2, default=[64, 64], metavar=("H", "W"))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--override", nargs="*", default=[], help="Hydra overrides added to every composed config "
+                    "(sim.device=cuda:1)")
+    ap.add_argument("--out", default=str(RESULTS_DIR), help="directory of gpu.json")
+    ap.add_argument("--run-root", default="runs/gpu_bench")
+    ap.add_argument("--copy-metrics", default="", help="also write metrics JSONL and the render sheet here")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if not torch.cuda.is_available():
+        raise SystemExit("benchmarks/gpu.py measures MuJoCo Warp on CUDA, and torch sees no GPU here. "
+                         "Run it on a GPU machine with the gpu extra: pip install 'robotrl[gpu]'.")
+    unknown = set(args.parts.split(",")) - set(PARTS)
+    if unknown:
+        raise SystemExit(f"unknown --parts {sorted(unknown)}; valid: {', '.join(PARTS)}")
+    for name in args.parts.split(","):
+        t0 = time.perf_counter()
+        fig = PARTS[name](args)
+        fig[f"gpu_part_{name}_wall_s"] = time.perf_counter() - t0
+        fig["gpu_device"] = _device_name()
+        path = save("gpu", fig, merge=True, out_dir=args.out)
+        rows = [(k, f"{v:,.3f}" if isinstance(v, float) else str(v)[:90]) for k, v in fig.items()]
+        log.info("%s -> %s\n%s", name, path, table(rows, f"gpu.py {name} on {_device_name()}"))
+
+
+if __name__ == "__main__":
+    main()
