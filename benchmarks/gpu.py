@@ -163,18 +163,27 @@ def _curve(rows: list[dict], keys: tuple[str, ...], points: int = 12) -> dict[st
     return out
 
 
+def _train_recipe(args: argparse.Namespace, name: str, worlds: int, seconds: float,
+                  curve_keys: tuple[str, ...]) -> tuple[Any, Path, dict[str, Any]]:
+    """``robotrl train task=<name>_gpu sim=warp`` for ``seconds``: (config, run dir, ``gpu_<name>_*`` figures)."""
+    run_dir = Path(args.run_root) / f"{name}_gpu"
+    overrides = [f"task={name}_gpu", "sim=warp", f"seed={args.seed}", *args.override]
+    if worlds:
+        overrides.append(f"sim.num_envs={worlds}")
+    cfg, rows, fig = _train(f"gpu_{name}", overrides, seconds, run_dir)
+    fig[f"gpu_{name}_curve"] = json.dumps(_curve(rows, curve_keys))
+    if args.copy_metrics:
+        Path(args.copy_metrics, f"{name}_metrics.jsonl").write_text((run_dir / "metrics.jsonl").read_text())
+    return cfg, run_dir, fig
+
+
 def part_humanoid(args: argparse.Namespace) -> dict[str, Any]:
     """Train task=humanoid_gpu on Warp for the budget; evaluate forward speed at fixed commands."""
     from robotrl.config import EvalConfig
     from robotrl.runners.evaluate import evaluate
 
-    run_dir = Path(args.run_root) / "humanoid_gpu"
-    overrides = ["task=humanoid_gpu", "sim=warp", f"seed={args.seed}", *args.override]
-    if args.humanoid_worlds:
-        overrides.append(f"sim.num_envs={args.humanoid_worlds}")
-    cfg, rows, fig = _train("gpu_humanoid", overrides, args.humanoid_seconds, run_dir)
-    curve = _curve(rows, ("episode/return", "episode/length", "episode/forward_vel"))
-    fig["gpu_humanoid_curve"] = json.dumps(curve)
+    cfg, run_dir, fig = _train_recipe(args, "humanoid", args.humanoid_worlds, args.humanoid_seconds,
+                                      ("episode/return", "episode/length", "episode/forward_vel"))
     for speed in args.eval_speeds:
         task = {"cmd_vx": [speed, speed], "cmd_yaw": [0.0, 0.0], "standing_prob": 0.0, "push_interval_s": 0.0}
         result = evaluate(EvalConfig(checkpoint=str(run_dir), sim=replace(cfg.sim), task=task,
@@ -185,22 +194,13 @@ def part_humanoid(args: argparse.Namespace) -> dict[str, Any]:
         fig[f"{tag}_length"] = result.get("length")
         fig[f"{tag}_return"] = result.get("return")
         fig[f"{tag}_success"] = result.get("success")
-    if args.copy_metrics:
-        Path(args.copy_metrics, "humanoid_metrics.jsonl").write_text((run_dir / "metrics.jsonl").read_text())
     return fig
 
 
 def part_tool_use(args: argparse.Namespace) -> dict[str, Any]:
     """Train task=tool_use_gpu (24,576 worlds) on Warp for the budget."""
-    run_dir = Path(args.run_root) / "tool_use_gpu"
-    overrides = ["task=tool_use_gpu", "sim=warp", f"seed={args.seed}", *args.override]
-    if args.tool_use_worlds:
-        overrides.append(f"sim.num_envs={args.tool_use_worlds}")
-    _, rows, fig = _train("gpu_tool_use", overrides, args.tool_use_seconds, run_dir)
-    fig["gpu_tool_use_curve"] = json.dumps(_curve(rows, ("episode/return", "episode/lifted", "episode/goals_reached")))
-    if args.copy_metrics:
-        Path(args.copy_metrics, "tool_use_metrics.jsonl").write_text((run_dir / "metrics.jsonl").read_text())
-    return fig
+    return _train_recipe(args, "tool_use", args.tool_use_worlds, args.tool_use_seconds,
+                         ("episode/return", "episode/lifted", "episode/goals_reached"))[2]
 
 
 def part_render(args: argparse.Namespace) -> dict[str, Any]:
