@@ -150,7 +150,11 @@ class WarpBatchSim(BatchSim):
         return wp.to_torch(arr)
 
     def set_model_field(self, name: str, ids: torch.Tensor, values: torch.Tensor) -> None:
-        """Per-world values of a field declared in ``sim.per_world_fields``; set_const when needed."""
+        """Per-world values of a field declared in ``sim.per_world_fields``.
+
+        Fields with derived constants (masses, inertias, ...: ``_SETCONST``) get them recomputed by
+        ``set_const`` once, before the next ``forward`` or ``step``, however many such writes come first.
+        """
         if name not in self._per_world:
             raise KeyError(
                 f"Model field {name!r} is shared by all worlds on the warp backend. Add it to "
