@@ -11,7 +11,8 @@
     # validate=0.2 holds back that share of the budget to re-test each region (section ..._validate0.2)
     # planted uniform_plain <options>: beside such a run, uniform draws with no re-test (the plain baseline)
     # budgets after the stage: train_s=900 extra_s=480 (narrow training and each retraining's extra seconds;
-    # section ..._train900_extra480; those stages then take longer than 10 min)
+    # section ..._train900_extra480; those stages then take longer than 10 min); seed=1: the narrow policy's
+    # training seed (section ..._seed1; use a TWIN_PLANT_DIR of its own)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
@@ -623,24 +624,31 @@ def main():
     if mode in ("planted", "all"):
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
         budgets = dict(PLANT_BUDGETS)
+        seed = 0
         for arg in sys.argv[3:]:  # mining options: baseline=reference min_leaf=16; budgets: train_s=900 extra_s=480
             key, value = arg.split("=", 1)
+            if key == "seed":  # the narrow policy's (and so its retrainings') training seed
+                seed = int(value)
+                NARROW[NARROW.index("seed=0")] = f"seed={seed}"
+                continue
             if key in budgets:
                 budgets[key] = int(value)
                 continue
             if key not in ("baseline", "min_leaf", "validate"):
-                raise SystemExit(f"planted: unknown option {key!r}; valid: baseline, min_leaf, validate, "
+                raise SystemExit(f"planted: unknown option {key!r}; valid: baseline, min_leaf, validate, seed, "
                                  f"{', '.join(PLANT_BUDGETS)}")
             MINE_OPTIONS[key] = {"min_leaf": int, "validate": float}.get(key, str)(value)
         planted = planted_rows(stages, **budgets)
         for k, v in planted.items():
             print(f"{k:45s} {v}")
-        default = MINE_OPTIONS == _OLD_MINE_OPTIONS and budgets == PLANT_BUDGETS
+        default = MINE_OPTIONS == _OLD_MINE_OPTIONS and budgets == PLANT_BUDGETS and seed == 0
         section = f"planted_{MINE_OPTIONS['baseline']}_leaf{MINE_OPTIONS['min_leaf']}"
         if MINE_OPTIONS.get("validate"):
             section += f"_validate{MINE_OPTIONS['validate']:g}"
         if budgets != PLANT_BUDGETS:
             section += f"_train{budgets['train_s']}_extra{budgets['extra_s']}"
+        if seed:
+            section += f"_seed{seed}"
         _merge("planted" if default else section, planted)
 
 
