@@ -44,74 +44,68 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import RESULTS_DIR, compose_train, missing, save, table  # noqa: E402
+from common import RESULTS_DIR, compose_train, missing, save, table, timed  # noqa: E402
 
 log = logging.getLogger("benchmarks.gpu")
-
-
-def _sync() -> None:
-    torch.cuda.synchronize()
 
 
 def _device_name() -> str:
     return torch.cuda.get_device_name(0)
 
 
-def part_env(args: argparse.Namespace) -> dict[str, Any]:
-    """Humanoid env and physics-only steps/s on Warp at each world count."""
+def _env_figures(args: argparse.Namespace, n: int) -> dict[str, Any]:
+    """Humanoid ``TaskEnv.step`` (random actions) and physics-only steps/s at ``n`` worlds."""
     from robotrl.envs.task_env import make_env
 
-    out: dict[str, Any] = {}
+    cfg, _, _ = compose_train(["task=humanoid_gpu", "sim=warp", f"sim.num_envs={n}", *args.override])
+    t0 = time.perf_counter()
+    env = make_env(cfg.task, cfg.sim, seed=0)
+    out: dict[str, Any] = {f"gpu_humanoid_env_build_s_{n}": time.perf_counter() - t0}
+    gen = torch.Generator(device=env.device).manual_seed(0)
+    resets = torch.zeros((), dtype=torch.long, device=env.device)  # summed on the device: no extra host sync
+    calls = 0
+
+    def env_step() -> int:
+        nonlocal calls
+        action = torch.rand((n, env.num_actions), generator=gen, device=env.device) * 2.0 - 1.0
+        _, _, term, trunc, _ = env.step(action)
+        resets.add_((term | trunc).sum())
+        calls += 1
+        return n
+
+    def physics_step() -> int:
+        env.sim.step(cfg.task.frame_skip)
+        return n
+
+    t0 = time.perf_counter()
+    env_step()
+    torch.cuda.synchronize()
+    out[f"gpu_humanoid_first_step_s_{n}"] = time.perf_counter() - t0  # compile + CUDA graph capture
+    # every step ends in host syncs of its own (the ids of failed and finished worlds), so the clock is honest
+    out[f"gpu_humanoid_env_steps_per_s_{n}"] = timed(env_step, args.env_seconds, warmup=20)
+    out[f"gpu_humanoid_env_resets_per_step_{n}"] = resets.item() / calls
+    out[f"gpu_humanoid_physics_env_steps_per_s_{n}"] = timed(physics_step, args.env_seconds)
+    out[f"gpu_humanoid_env_over_physics_{n}"] = (out[f"gpu_humanoid_env_steps_per_s_{n}"]
+                                                / out[f"gpu_humanoid_physics_env_steps_per_s_{n}"])
+    out["gpu_env_frame_skip"] = cfg.task.frame_skip
+    log.info("humanoid %d worlds: env %.0f steps/s, physics only %.0f", n,
+             out[f"gpu_humanoid_env_steps_per_s_{n}"], out[f"gpu_humanoid_physics_env_steps_per_s_{n}"])
+    env.close()
+    return out
+
+
+def part_env(args: argparse.Namespace) -> dict[str, Any]:
+    """Humanoid env and physics-only steps/s on Warp at each world count."""
+    out: dict[str, Any] = {"gpu_env_seconds_each": args.env_seconds}
     for n in args.worlds:
-        cfg, _, _ = compose_train(["task=humanoid_gpu", "sim=warp", f"sim.num_envs={n}", *args.override])
-        t0 = time.perf_counter()
-        env = make_env(cfg.task, cfg.sim, seed=0)
-        out[f"gpu_humanoid_env_build_s_{n}"] = time.perf_counter() - t0
-        gen = torch.Generator(device=env.device).manual_seed(0)
-        shape, device = (n, env.num_actions), env.device
-
-        def act() -> torch.Tensor:
-            return torch.rand(shape, generator=gen, device=device) * 2.0 - 1.0  # noqa: B023
-
-        t0 = time.perf_counter()
-        env.step(act())
-        _sync()
-        out[f"gpu_humanoid_first_step_s_{n}"] = time.perf_counter() - t0  # compile + CUDA graph capture
-        for _ in range(20):
-            env.step(act())
-        _sync()
-        steps, t0, resets = 0, time.perf_counter(), 0
-        while time.perf_counter() - t0 < args.env_seconds:
-            for _ in range(50):
-                _, _, term, trunc, _ = env.step(act())
-                resets += int((term | trunc).sum())
-            steps += 50
-        _sync()
-        wall = time.perf_counter() - t0
-        out[f"gpu_humanoid_env_steps_per_s_{n}"] = steps * n / wall
-        out[f"gpu_humanoid_env_resets_per_step_{n}"] = resets / steps
-        frame_skip = cfg.task.frame_skip
-        steps, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < args.env_seconds:
-            for _ in range(50):
-                env.sim.step(frame_skip)
-            steps += 50
-        _sync()
-        out[f"gpu_humanoid_physics_env_steps_per_s_{n}"] = steps * n / (time.perf_counter() - t0)
-        out[f"gpu_humanoid_env_over_physics_{n}"] = (out[f"gpu_humanoid_env_steps_per_s_{n}"]
-                                                    / out[f"gpu_humanoid_physics_env_steps_per_s_{n}"])
-        log.info("humanoid %d worlds: env %.0f steps/s, physics only %.0f", n,
-                 out[f"gpu_humanoid_env_steps_per_s_{n}"], out[f"gpu_humanoid_physics_env_steps_per_s_{n}"])
-        env.close()
-        del env
+        out |= _env_figures(args, n)
         torch.cuda.empty_cache()
-    out["gpu_env_frame_skip"] = frame_skip
-    out["gpu_env_seconds_each"] = args.env_seconds
     return out
 
 
 def _train(prefix: str, overrides: list[str], seconds: float, run_dir: Path) -> tuple[Any, list[dict], dict]:
     """Compose ``robotrl train <overrides>`` and run it for ``seconds``; (config, metrics rows, figures)."""
+    from robotrl.monitoring import read_metrics
     from robotrl.runners import make_runner
 
     given = " ".join(overrides)
@@ -123,7 +117,7 @@ def _train(prefix: str, overrides: list[str], seconds: float, run_dir: Path) -> 
     build_s = time.perf_counter() - t0
     runner.learn()
     wall = time.perf_counter() - t0
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    rows = read_metrics(run_dir)
     last = rows[-1]
     half = [r for r in rows if r["time_s"] >= last["time_s"] / 2]  # steady state: the second half
     steady = ((half[-1]["env_steps"] - half[0]["env_steps"]) / (half[-1]["time_s"] - half[0]["time_s"])
