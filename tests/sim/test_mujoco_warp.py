@@ -81,27 +81,24 @@ def test_warp_batch_render_gives_every_world_the_same_image_as_alone_on_the_cpu_
 
 
 @pytest.mark.slow
-def test_warp_set_const_fields_are_applied_once_before_the_next_forward_on_the_cpu_device():
+def test_warp_set_const_fields_are_applied_once_before_the_next_forward_on_the_cpu_device(monkeypatch):
     from robotrl.sim.mujoco_warp import WarpBatchSim
 
     model = _humanoid()
     warp = WarpBatchSim(model, SimConfig(backend="warp", num_envs=2, device="cpu", cuda_graph=False))
     calls = []
     original = mjw.set_const
-    mjw.set_const = lambda m, d: (calls.append(1), original(m, d))
-    try:
-        mass = warp.model_field("body_mass")[:1] * 3.0
-        warp.set_model_field("body_mass", torch.tensor([0]), mass)
-        warp.set_model_field("body_mass", torch.tensor([0]), mass)  # two writes, one set_const
-        friction = warp.model_field("geom_friction")[:1]
-        warp.set_model_field("geom_friction", torch.tensor([0]), friction)  # needs none
-        assert calls == []
-        warp.reset(torch.tensor([0]))  # forward: set_const first
-        assert calls == [1]
-        warp.step(1)
-        assert calls == [1]  # nothing pending
-    finally:
-        mjw.set_const = original
+    monkeypatch.setattr(mjw, "set_const", lambda m, d: (calls.append(1), original(m, d)))
+    mass = warp.model_field("body_mass")[:1] * 3.0
+    warp.set_model_field("body_mass", torch.tensor([0]), mass)
+    warp.set_model_field("body_mass", torch.tensor([0]), mass)  # two writes, one set_const
+    friction = warp.model_field("geom_friction")[:1]
+    warp.set_model_field("geom_friction", torch.tensor([0]), friction)  # needs none
+    assert calls == []
+    warp.reset(torch.tensor([0]))  # forward: set_const first
+    assert calls == [1]
+    warp.step(1)
+    assert calls == [1]  # nothing pending
     # world 0 keeps the mass written to it
     assert torch.allclose(warp.model_field("body_mass")[0], mass[0])
 
