@@ -14,6 +14,8 @@
     # section ..._train900_extra480; those stages then take longer than 10 min); seed=1: the narrow policy's
     # training seed (section ..._seed1; use a TWIN_PLANT_DIR of its own)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_policy runs/humanoid runs/tool_use
+    #   MuJoCo-trained checkpoints closed loop in MuJoCo and in PyBullet (robotrl eval engine=...)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
 truth); mujoco.sysid fits mass, damping and actuator gain plus the delay over a grid; we
@@ -64,6 +66,11 @@ RMSE, maximum error, divergence time (eps 0.05 rad for 5 steps) and the teacher-
 one-step error (reset to the recorded state every step: model error without drift). Then the
 other way round: bags recorded in PyBullet (a "real" robot of another engine, no known truth),
 the MuJoCo twin calibrated on them with sysid, and its open-loop divergence before and after.
+
+Sim-to-sim, closed loop: policies trained by ``robotrl train`` in MuJoCo, evaluated by
+``robotrl eval`` in both engines with one config (16 worlds, 32 episodes, deterministic
+actions, seed 1) that differs only in ``engine``; episode statistics and their PyBullet /
+MuJoCo ratios, and a sheet of frames from both videos (``sim2sim_policy_frames.png``).
 
 Each section is merged into ``benchmarks/results/twin.json``.
 """
@@ -573,6 +580,66 @@ def sim2sim_rows(episodes=2):
     return rows
 
 
+def sim2sim_policy_rows(checkpoints, num_envs=16, episodes=32, seed=1):
+    """Each MuJoCo-trained checkpoint evaluated closed loop in MuJoCo and in PyBullet (``robotrl eval engine=``).
+
+    One ``EvalConfig`` per checkpoint, built once; the two engines differ only in ``engine`` (same
+    seed, worlds, episodes, deterministic policy, task config and curriculum stage of the run).
+    """
+    from dataclasses import replace
+
+    from robotrl.config import EvalConfig
+    from robotrl.runners.evaluate import evaluate
+
+    rows, frames = [], {}
+    for ckpt in checkpoints:
+        base = EvalConfig(checkpoint=str(ckpt), num_envs=num_envs, episodes=episodes, seed=seed, video=True,
+                          video_steps=150, video_size=[240, 320])
+        pair = {}
+        for engine in ("mujoco", "pybullet"):
+            out = Path(tempfile.mkdtemp(prefix=f"sim2sim_policy_{engine}_"))
+            t0 = time.time()
+            res = evaluate(replace(base, engine=engine, out_dir=str(out)))
+            wall = time.time() - t0
+            row = {"checkpoint": str(ckpt), "task": res["task"], "engine": engine, "num_envs": num_envs,
+                   "env_steps_trained": res["env_steps_trained"], "eval_wall_s": round(wall, 1),
+                   **{k: v for k, v in res.items() if isinstance(v, float)}}
+            pair[engine] = row
+            rows.append(row)
+            frames[(res["task"], engine)] = res.get("video")
+        mj, pb = pair["mujoco"], pair["pybullet"]
+        ratios = {f"{k}_pybullet_over_mujoco": pb[k] / mj[k] for k in mj
+                  if isinstance(mj[k], float) and k in pb and k != "episodes" and abs(mj[k]) > 1e-9}
+        rows.append({"checkpoint": str(ckpt), "task": mj["task"], "engine": "ratio", **ratios})
+    _frame_sheet(frames, Path(__file__).parent / "results" / "sim2sim_policy_frames.png")
+    return rows
+
+
+def _frame_sheet(videos, path, times=(0.25, 0.5, 0.75, 1.0)):
+    """Frames of each (task, engine) eval video at the given fractions of its length, one row each."""
+    import imageio.v3 as iio
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k, v in videos.items() if v]
+    if not keys:
+        return
+    fig, axes = plt.subplots(len(keys), len(times), figsize=(3.2 * len(times), 2.5 * len(keys)), squeeze=False)
+    for r, key in enumerate(keys):
+        clip = iio.imread(videos[key])
+        for c, t in enumerate(times):
+            i = min(len(clip) - 1, int(t * (len(clip) - 1)))
+            axes[r, c].imshow(clip[i])
+            axes[r, c].set_axis_off()
+            axes[r, c].set_title(f"{key[0]} in {key[1]}, step {i}", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    print("wrote", path)
+
+
 def _merge(section, value):
     path = Path(__file__).parent / "results" / "twin.json"
     body = json.loads(path.read_text()) if path.exists() else {}
@@ -621,6 +688,11 @@ def main():
         for row in rows:
             print({k: v for k, v in row.items() if k != "q_rmse_per_joint_rad"})
         _merge("sim_to_sim", rows)
+    if mode == "sim2sim_policy":  # checkpoints after the mode: runs of robotrl train task=humanoid / tool_use
+        rows = sim2sim_policy_rows(sys.argv[2:])
+        for row in rows:
+            print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if k != "checkpoint"})
+        _merge("sim_to_sim_policy", rows)
     if mode in ("planted", "all"):
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
         budgets = dict(PLANT_BUDGETS)

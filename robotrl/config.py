@@ -99,9 +99,14 @@ class EvalConfig:
         video_size: ``[height, width]`` of the video.
         camera: camera name or id (-1: free camera); empty uses the task's ``eval_camera``.
         deterministic: use the mean action.
-        out_dir: where to write outputs; empty means ``<run>/eval``.
+        out_dir: where to write outputs; empty means ``<run>/eval`` (``<run>/eval_pybullet`` with
+            ``engine=pybullet``).
         seed: env seed.
         randomize: keep domain randomization on.
+        engine: physics engine of the rollout: ``mujoco``, or ``pybullet`` for a sim-to-sim check of a
+            MuJoCo-trained policy (``robotrl.twin.bullet``: the same model rebuilt in PyBullet, the task's
+            observations, rewards and episode ends unchanged; humanoid and tool_use; CPU backend only).
+            Outputs then go to ``<run>/eval_pybullet`` unless ``out_dir`` is given.
 
     """
 
@@ -119,6 +124,7 @@ class EvalConfig:
     out_dir: str = ""
     seed: int = 1
     randomize: bool = False
+    engine: str = "mujoco"
 
 
 def register_configs() -> None:

@@ -46,8 +46,9 @@ def test_unknown_command():
     assert out.returncode == 2 and "Valid commands" in out.stderr
 
 
-def test_train_then_eval_writes_video_curve_and_metrics(tmp_path):
-    """The main job's path: train, a checkpoint, then an MP4 and a learning-curve PNG (headless GL)."""
+def test_train_then_eval_writes_video_curve_metrics_and_a_pybullet_eval(tmp_path):
+    """The main job's path: train, a checkpoint, then an MP4 and a learning-curve PNG (headless GL); eval with
+    task overrides, and in PyBullet (engine=pybullet) with a different return from MuJoCo's."""
     out = run("train", "task=humanoid", "max_iterations=8", "sim.num_envs=8", "algo.num_steps=8",
               f"run_dir={tmp_path}", "progress=false", "tensorboard=false", timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -67,6 +68,19 @@ def test_train_then_eval_writes_video_curve_and_metrics(tmp_path):
     assert result["task_overrides"] == {"episode_length_s": 0.3, "push_interval_s": 0.1}
     assert result["backend"] == "cpu" and result["episodes"] == 8  # two per world
     assert result["length"] <= 20  # 0.3 s of 15 ms steps: the override reached the env
+
+    # sim-to-sim: the same policy and episodes with PyBullet physics, written beside the MuJoCo eval
+    short = ("task.episode_length_s=0.3", "num_envs=2", "episodes=2", "video=false", "sim.nthread=1")
+    out = run("eval", f"checkpoint={tmp_path}", "engine=pybullet", *short, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    bullet = json.loads((tmp_path / "eval_pybullet" / "eval_train.json").read_text())
+    out = run("eval", f"checkpoint={tmp_path}", *short, f"out_dir={tmp_path}/short", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    mujoco = json.loads((tmp_path / "short" / "eval_train.json").read_text())
+    assert bullet["engine"] == "pybullet" and mujoco["engine"] == "mujoco" and bullet["episodes"] == 2
+    assert bullet["return"] != mujoco["return"]  # same seed, same policy: only the physics differs
+    out = run("eval", f"checkpoint={tmp_path}", "engine=ode", "video=false", timeout=120)
+    assert out.returncode != 0 and "valid: mujoco, pybullet" in out.stderr
 
     out = run("eval", f"checkpoint={tmp_path}", "task.no_such_field=1", "video=false", timeout=120)
     assert out.returncode != 0 and "no_such_field" in out.stderr and "episode_length_s" in out.stderr

@@ -94,9 +94,14 @@ def evaluate(cfg: Any) -> dict[str, Any]:
     """``robotrl eval``: statistics JSON, ``eval.mp4``, ``learning_curve.png`` and task plots."""
     from robotrl.sim.render import BatchRenderer, write_video
 
+    if cfg.engine not in ("mujoco", "pybullet"):
+        raise ValueError(f"engine={cfg.engine!r}; valid: mujoco, pybullet (a sim-to-sim check).")
+    if cfg.engine == "pybullet" and cfg.sim.backend != "cpu":
+        raise ValueError(f"engine=pybullet mirrors PyBullet into a CPU BatchSim; use sim=cpu, not {cfg.sim.backend!r}.")
     weights = resolve(cfg.checkpoint)
     run_dir = weights.parent.parent
-    out_dir = Path(cfg.out_dir) if cfg.out_dir else run_dir / "eval"
+    default_dir = "eval" if cfg.engine == "mujoco" else f"eval_{cfg.engine}"
+    out_dir = Path(cfg.out_dir) if cfg.out_dir else run_dir / default_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     tensors, meta = load_checkpoint(weights)
     overrides = dict(cfg.task)
@@ -104,6 +109,11 @@ def evaluate(cfg: Any) -> dict[str, Any]:
     env = TaskEnv(task_cfg, replace(cfg.sim, num_envs=cfg.num_envs), seed=cfg.seed)
     if cfg.split == "train":
         env.task.load_state_dict(strip(tensors, "task"))  # the curriculum stage the run reached
+    bullet = None
+    if cfg.engine == "pybullet":
+        from robotrl.twin.bullet import use_pybullet
+
+        bullet = use_pybullet(env)  # NotImplementedError names the tasks that run in PyBullet
     policy, _ = load_policy(weights, device=env.device)
     frames: list[np.ndarray] = []
     trace: dict[str, list[np.ndarray]] = {}
@@ -123,9 +133,13 @@ def evaluate(cfg: Any) -> dict[str, Any]:
             model, data = env.sim.get_world(0)
             frames.append(renderer.render_data(model, data, camera))
 
-    stats = run_episodes(env, policy, cfg.episodes, cfg.deterministic, on_step)
+    try:
+        stats = run_episodes(env, policy, cfg.episodes, cfg.deterministic, on_step)
+    finally:
+        if bullet is not None:
+            bullet.close()
     result: dict[str, Any] = {"checkpoint": str(weights), "task": meta["task"]["name"], "split": cfg.split,
-                              "task_overrides": overrides, "backend": cfg.sim.backend,
+                              "task_overrides": overrides, "backend": cfg.sim.backend, "engine": cfg.engine,
                               "env_steps_trained": meta.get("env_steps"), **stats}
     if renderer is not None and frames:
         result["video"] = write_video(frames, str(out_dir / "eval.mp4"), fps=max(1, round(1.0 / env.step_dt)))
