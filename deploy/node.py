@@ -16,7 +16,10 @@ rclpy), ``domain_id`` (default ``$ROS_DOMAIN_ID`` or 0), ``localhost_only``, ``r
 to 0.8 period, for inputs whose ``header.stamp`` is newer than the last used and equal across
 inputs, so every command answers the state of the step before; never on hardware),
 ``use_sim_time`` (rclpy: the node's ROS clock follows ``/clock``; deadlines and input ages stay
-on the monotonic clock).
+on the monotonic clock), ``scenario`` (the task's scenario parameters of the episodes this run
+records, a mapping ``scenario:="{tool_family: 2, friction: 0.6}"`` or a YAML file of one; each bag's
+metadata gets ``scenario.<name>``, so ``robotrl twin`` rebuilds the scene from it and ``robotrl twin
+triage`` writes a reproduced failure's scenario file; empty: none recorded).
 
 On rclpy (``transport:=auto`` picks it when ``import rclpy`` works) the node is a real ROS 2
 node named by ``-r __node:=`` (default ``robotrl_deploy``) in ``-r __ns:=``, listed by ``ros2
@@ -47,6 +50,7 @@ import numpy as np
 from robotrl.deploy import msgs
 from robotrl.deploy.cli import StopSignals, console_front
 from robotrl.deploy.observation import required_inputs, static_inputs
+from robotrl.deploy.params import scenario_param
 from robotrl.deploy.profile import RobotProfile, load_profile
 from robotrl.deploy.robot import Robot, Telemetry
 from robotrl.deploy.runtime import OnnxPolicy
@@ -59,6 +63,7 @@ DEFAULTS: dict[str, Any] = {
     "policy": "", "robot": "", "transport": "auto", "domain_id": None, "localhost_only": False,
     "record_dir": "", "bag_version": 9, "auto_arm": None, "rate_hz": None, "duration_s": 0.0,
     "shutdown_s": 0.1, "log_level": "INFO", "rt_priority": 0, "sync_inputs": False, "use_sim_time": False,
+    "scenario": "",
 }
 LEVEL = {Mode.PASSIVE: 0, Mode.SOFT_START: 0, Mode.POLICY: 0, Mode.HOLD: 1, Mode.DAMP: 2}
 
@@ -108,6 +113,7 @@ class PolicyNode:
         self.chain = SafetyChain(self.spec, self.profile, self.period)
         self.required = required_inputs(self.spec["obs_terms"])
         self.static = static_inputs(self.spec["obs_terms"])  # latched (the route): needed to arm, never stale
+        self.scenario = scenario_param(params["scenario"], "robotrl-deploy")
         self.recorder = None
         if params["record_dir"]:
             from robotrl.deploy.recorder import Recorder
@@ -157,6 +163,7 @@ class PolicyNode:
             "config_hash": self.spec.get("config_hash", ""), "config_yaml": self.spec.get("config_yaml", ""),
             "code_version": self.spec.get("code_version", ""), "robot_profile": self.profile.name,
             "task": self.spec.get("task", {}).get("name", ""), "rate_hz": f"{1.0 / self.period:g}",
+            **{f"scenario.{k}": repr(v) for k, v in self.scenario.items()},
         }
 
     # --- per period -------------------------------------------------------------------

@@ -142,3 +142,35 @@ def check_known(params: dict[str, Any], known: dict[str, Any], program: str) -> 
     if unknown:
         raise ValueError(f"{program}: unknown parameter(s) {unknown}; valid: {sorted(known)}.")
     return {**known, **params}
+
+
+def scenario_param(value: Any, program: str) -> dict[str, float]:
+    """``scenario:=`` of ``program``: the episode's scenario parameters as ``{name: float}``.
+
+    ``value`` is a mapping (``scenario:="{friction: 0.6, tool_family: 2}"`` or a params-file entry),
+    the path of a YAML file holding one, or empty (no scenario). These are the task's scenario
+    parameters (``robotrl twin mine`` names them); bags record them as ``scenario.<name>`` metadata,
+    which the twin uses to rebuild the scene and ``robotrl twin triage`` to write scenario files.
+
+    Raises:
+        ValueError: the value is not a mapping or a file holding one, or a value is not a number.
+
+    """
+    if value in ("", None):
+        return {}
+    if isinstance(value, str):
+        try:
+            with open(value) as f:
+                value = yaml.safe_load(f)
+        except OSError as exc:
+            hint = 'write scenario:="{friction: 0.6}" or a YAML file of name: value'
+            raise ValueError(f"{program}: scenario:={value!r} is neither a mapping nor a readable YAML file "
+                             f"({exc.strerror}); {hint}.") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"{program}: scenario must map scenario parameter names to numbers, got {value!r}.")
+    out = {}
+    for name, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ValueError(f"{program}: scenario.{name}={v!r} is not a number.")
+        out[str(name)] = float(v)
+    return out

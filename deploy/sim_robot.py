@@ -23,6 +23,12 @@ unknown, or replay the calibrated twin. It is compiled into the model as ``task.
 ``dynamics_mode=nominal``; a policy spec's own ``dynamics`` is not used (the robot is nominal
 unless ``physics:=`` says otherwise).
 
+``scenario:=`` fixes the task's scenario parameters for every episode (``scenario:="{cmd_vx: 1.2,
+friction: 0.6}"`` or a YAML file of one; names and ranges are the task's ``scenario_params``), as a
+one-point scenario file drawn by every reset (``task.scenarios``, ``scenario_mix`` 1): a stand-in
+for a robot on a known surface, tool or command. ``robotrl-deploy scenario:=`` records the same
+values into each bag's metadata.
+
 ``engine:=pybullet`` runs the same robot in PyBullet behind the same topics: the task's MuJoCo
 model rebuilt body by body (``robotrl.twin.bullet``; ``humanoid`` and ``tool_use``), PyBullet
 stepping the physics and the MuJoCo world mirroring its state for the task's observations,
@@ -38,7 +44,8 @@ Parameters: ``task``, ``policy`` (spec JSON; its task config is used), ``robot``
 name or YAML), ``domain_id``, ``localhost_only``, ``transport``, ``lockstep``,
 ``rate_factor``, ``randomize``, ``seed``, ``episode_length_s``, ``episodes`` (stop after
 this many; 0 = never), ``duration_s``, ``publish_command``, ``log_level``, ``use_sim_time``,
-``physics`` (YAML; empty: nominal), ``engine`` (``mujoco`` or ``pybullet``).
+``physics`` (YAML; empty: nominal), ``engine`` (``mujoco`` or ``pybullet``), ``scenario`` (mapping or
+YAML; empty: the task's own draws).
 """
 
 from __future__ import annotations
@@ -49,13 +56,16 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from robotrl.deploy import msgs
 from robotrl.deploy.cli import StopSignals, console_front
 from robotrl.deploy.observation import STATIC, quat_rotate_inverse_wxyz
+from robotrl.deploy.params import scenario_param
 from robotrl.deploy.profile import load_profile
 from robotrl.deploy.ros_robot import ROUTE_QOS
 from robotrl.deploy.transport import RELIABLE_QOS, Qos, make_transport
@@ -66,7 +76,7 @@ DEFAULTS: dict[str, Any] = {
     "task": "humanoid", "policy": "", "robot": "humanoid_sim", "domain_id": None, "localhost_only": False,
     "transport": "auto", "lockstep": True, "rate_factor": 1.0, "randomize": False, "seed": 0,
     "episode_length_s": None, "episodes": 0, "duration_s": 0.0, "publish_command": True, "log_level": "INFO",
-    "use_sim_time": False, "physics": "", "engine": "mujoco",
+    "use_sim_time": False, "physics": "", "engine": "mujoco", "scenario": "",
 }
 # Robot state as a driver publishes it: RELIABLE (so default-QoS ROS subscribers, which are RELIABLE,
 # receive it; BEST_EFFORT readers match it too), KEEP_LAST 1.
@@ -95,6 +105,19 @@ class SimRobot:
         values["dynamics"], values["dynamics_mode"] = str(params["physics"] or ""), "nominal"
         if params["episode_length_s"]:
             values["episode_length_s"] = float(params["episode_length_s"])
+        scenario = scenario_param(params["scenario"], "robotrl-sim-robot")
+        self._scenario_dir = None
+        if scenario:
+            from robotrl.tasks import task_class
+
+            from robotrl.twin.scenarios import point_scenario
+
+            self._scenario_dir = tempfile.TemporaryDirectory(prefix="robotrl_sim_scenario_")
+            point = point_scenario(name, getattr(task_class(name), "scenario_params", []), scenario,
+                                   "robotrl-sim-robot scenario:=")
+            values["scenarios"] = str(point.save(Path(self._scenario_dir.name) / "scenario.yaml"))
+            values["scenario_mix"] = 1.0
+            log.info("sim robot: every episode in scenario %s", scenario)
         self.env = TaskEnv(config_class(name)(**values), SimConfig(num_envs=1), seed=int(params["seed"]))
         if params["engine"] == "pybullet":
             from robotrl.twin.bullet import use_pybullet

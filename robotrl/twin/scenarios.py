@@ -132,6 +132,41 @@ class ScenarioFile:
         return {n: v.to(device) for n, v in out.items()}
 
 
+def check_values(task: str, params: list[ScenarioParam], values: dict[str, float], where: str,
+                 ranges: bool = True) -> None:
+    """Check a scenario's values against a task's declared parameters.
+
+    Raises:
+        ValueError: naming ``where``: an undeclared parameter, or (``ranges``) a value outside its
+            parameter's range or a non-integer value of a ``choice`` parameter.
+
+    """
+    declared = {p.name: p for p in params}
+    unknown = sorted(set(values) - set(declared))
+    if unknown:
+        raise ValueError(f"{where}: {unknown} are not scenario parameters of task {task!r}; "
+                         f"valid: {sorted(declared)}.")
+    for name, v in values.items() if ranges else ():
+        p = declared[name]
+        if not p.low <= v <= p.high or (p.kind == "choice" and v != round(v)):
+            kind = "an integer " if p.kind == "choice" else ""
+            raise ValueError(f"{where}: {name}={v:g} is outside task {task!r}'s range; it takes {kind}"
+                             f"{p.low:g}..{p.high:g}{' ' + p.unit if p.unit else ''}.")
+
+
+def point_scenario(task: str, params: list[ScenarioParam], values: dict[str, float], summary: str = ""
+                   ) -> ScenarioFile:
+    """A scenario file whose one region is the point ``values``: every draw from it is exactly these values.
+
+    Raises:
+        ValueError: an undeclared parameter or a value outside its range (``check_values``).
+
+    """
+    check_values(task, params, values, summary or "scenario")
+    return ScenarioFile(task, list(params), [Region({k: [float(v), float(v)] for k, v in values.items()},
+                                                     failure_rate=1.0, samples=0, summary=summary)])
+
+
 def summarize(bounds: dict[str, list[float]], params: list[ScenarioParam]) -> str:
     """A readable sentence for a box, e.g. ``fails when cmd_vx > 1.2 m/s and friction < 0.7``."""
     info = {p.name: p for p in params}

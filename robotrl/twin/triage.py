@@ -31,7 +31,7 @@ from robotrl.twin.episode import Episode
 from robotrl.twin.metrics import divergence_time
 from robotrl.twin.physics import Physics
 from robotrl.twin.replay import PolicyFn, Twin, scenario_values
-from robotrl.twin.scenarios import Region, ScenarioFile
+from robotrl.twin.scenarios import Region, ScenarioFile, check_values
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +118,14 @@ def weakness_scenarios(task: str, results: list[TriageResult], width: float = 0.
     for r in results:
         if r.verdict != POLICY_WEAKNESS or not r.scenario:
             continue
+        check_values(task, list(declared.values()), r.scenario, f"{r.bag}: metadata scenario.*", ranges=False)
         bounds = {}
         for name, value in r.scenario.items():
             p = declared[name]
+            if not p.low <= value <= p.high:  # a real scenario may lie outside the ranges training draws from
+                log.warning("%s: scenario.%s=%g is outside task %r's range %g..%g; its box is moved to the edge",
+                            r.bag, name, value, task, p.low, p.high)
+                value = min(max(value, p.low), p.high)
             half = 0.0 if p.kind == "choice" else 0.5 * width * (p.high - p.low)
             bounds[name] = [max(p.low, value - half), min(p.high, value + half)]
         regions.append(Region(bounds=bounds, failure_rate=1.0, samples=1,

@@ -66,7 +66,8 @@ def in_process(spec: dict, run_dir, episodes: int, seed: int = 0, episode_length
 
 def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: float, rate_hz: float = 20.0,
                      episode_length_s: float | None = None, transport: str = "cyclonedds",
-                     robot: str = "humanoid_sim", sim_args: tuple[str, ...] = ()) -> tuple[list[dict], Path]:
+                     robot: str = "humanoid_sim", sim_args: tuple[str, ...] = (), node_args: tuple[str, ...] = ()
+                     ) -> tuple[list[dict], Path]:
     """Sim robot (lockstep) + policy node on a fresh domain; returns the sim's episode stats and the bag.
 
     The node runs slower than the policy's 66.7 Hz on purpose: in lockstep the sim's time does
@@ -85,7 +86,8 @@ def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: fl
     sim = spawn(["robotrl.deploy.sim_robot", f"policy:={spec_path}", f"episodes:={episodes}", "lockstep:=true",
                  f"robot:={robot}", f"transport:={transport}", *extra, *sim_args], domain, tmp_path / "sim.log")
     node = spawn(["robotrl.deploy.node", f"policy:={spec_path}", f"robot:={robot}", f"record_dir:={bags}",
-                  f"transport:={transport}", "log_level:=WARNING", f"rate_hz:={rate_hz}", "sync_inputs:=true"], domain,
+                  f"transport:={transport}", "log_level:=WARNING", f"rate_hz:={rate_hz}", "sync_inputs:=true",
+                  *node_args], domain,
                  tmp_path / "node.log")
     got: list[dict] = []
     try:
@@ -208,6 +210,19 @@ def test_bag_opens_with_mcap_reader_and_carries_metadata(humanoid_export, tmp_pa
     for key in ("policy_sha256", "config_hash", "config_yaml", "code_version", "robot_profile"):
         assert key in meta
     assert spec["onnx_sha256"] in meta and "version: 9" in meta
+
+
+def test_scenario_reaches_the_sim_robot_and_the_bag_metadata_the_twin_reads(humanoid_export, tmp_path):
+    """``scenario:=`` on both programs: the sim robot's episode runs it, each bag records it, the twin reads it."""
+    from robotrl.twin.episode import load_episode
+    from robotrl.twin.replay import scenario_values
+
+    _, _, spec_path = humanoid_export
+    scenario = ("scenario:={cmd_vx: 1.2, cmd_yaw: -0.25, mass: 1.1}",)
+    _, bag = rollout_over_dds(spec_path, tmp_path, episodes=1, timeout=60, sim_args=scenario, node_args=scenario)
+    cmd = read_bag(bag)["/cmd_vel"][0][1]  # the sim robot's first command, as the node recorded it
+    assert (cmd.linear.x, cmd.angular.z) == pytest.approx((1.2, -0.25))
+    assert scenario_values(load_episode(bag)) == {"cmd_vx": 1.2, "cmd_yaw": -0.25, "mass": 1.1}
 
 
 def _trained_checkpoint(tmp_path: Path) -> Path:

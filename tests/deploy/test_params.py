@@ -42,3 +42,19 @@ def test_profiles_load_and_typos_fail(tmp_path):
         load_profile(str(bad))
     with pytest.raises(FileNotFoundError, match="humanoid_sim"):
         load_profile("no_such_robot")
+
+
+def test_scenario_param_reads_a_mapping_or_a_yaml_file_and_rejects_non_numbers(tmp_path):
+    from robotrl.deploy.params import scenario_param
+
+    args = parse_args(['scenario:={friction: 0.6, tool_family: 2}'], "robotrl_deploy")
+    assert scenario_param(args.params["scenario"], "robotrl-deploy") == {"friction": 0.6, "tool_family": 2.0}
+    (tmp_path / "s.yaml").write_text("cmd_vx: 1.2\nmass: 1\n")
+    assert scenario_param(str(tmp_path / "s.yaml"), "x") == {"cmd_vx": 1.2, "mass": 1.0}
+    assert scenario_param("", "x") == {}
+    with pytest.raises(ValueError, match=r"scenario.friction='slippery' is not a number"):
+        scenario_param({"friction": "slippery"}, "x")
+    with pytest.raises(ValueError, match="neither a mapping nor a readable YAML file"):
+        scenario_param(str(tmp_path / "missing.yaml"), "x")
+    with pytest.raises(ValueError, match="must map scenario parameter names"):
+        scenario_param([0.6], "x")

@@ -100,3 +100,22 @@ def test_humanoid_scenario_pushes_are_fixed_per_world(tmp_path):
     assert torch.allclose(env.task.push, torch.tensor([[0.0, 1.0]]).expand(4, 2), atol=1e-4)
     env.step(torch.zeros(4, 17))
     assert (env.task.qvel[:, 1] - vy_before > 0.8).all()  # about +1 m/s sideways from the push
+
+
+def test_point_scenario_draws_exactly_its_values_and_rejects_bad_ones():
+    import pytest
+    from robotrl.tasks.humanoid.task import HumanoidTask
+    from robotrl.tasks.tool_use.task import ToolUseTask
+
+    from robotrl.twin.scenarios import point_scenario
+
+    point = point_scenario("humanoid", HumanoidTask.scenario_params, {"cmd_vx": 1.2, "friction": 0.6})
+    draws = point.sample(5, torch.Generator().manual_seed(0))
+    assert torch.all(draws["cmd_vx"] == 1.2) and torch.allclose(draws["friction"], torch.full((5,), 0.6))
+    assert torch.isnan(draws["mass"]).all()  # the task's own draw for the rest
+    with pytest.raises(ValueError, match=r"\['grip'\] are not scenario parameters of task 'humanoid'; valid:"):
+        point_scenario("humanoid", HumanoidTask.scenario_params, {"grip": 1.0})
+    with pytest.raises(ValueError, match=r"friction=2 is outside task 'humanoid'.s range; it takes 0.4..1.4"):
+        point_scenario("humanoid", HumanoidTask.scenario_params, {"friction": 2.0})
+    with pytest.raises(ValueError, match="tool_family=1.5 .* an integer"):
+        point_scenario("tool_use", ToolUseTask.scenario_params, {"tool_family": 1.5})

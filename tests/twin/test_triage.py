@@ -68,3 +68,16 @@ def test_closed_loop_applies_the_bags_scenario(tmp_path, humanoid_profile, polic
     ep.metadata = {k: v for k, v in ep.metadata.items() if not k.startswith("scenario.")}
     unpushed = Twin("humanoid", [ep], overrides=pushes, nthread=1).closed_loop(numpy_policy)
     assert np.abs(unpushed.q[0, :n] - ep.q[:n]).max() > 1e-3
+
+
+def test_weakness_file_clips_out_of_range_scenarios_and_rejects_unknown_names():
+    from robotrl.twin.triage import POLICY_WEAKNESS, TriageResult, weakness_scenarios
+
+    def result(scenario):
+        return TriageResult("bags/ep1", POLICY_WEAKNESS, False, False, 0.1, scenario)
+
+    # friction 0.2 is below the humanoid's 0.4..1.4: the box sits at the edge instead of inverting
+    box = weakness_scenarios("humanoid", [result({"friction": 0.2, "cmd_vx": 0.75})]).regions[0].bounds
+    assert box["friction"] == pytest.approx([0.4, 0.41]) and box["cmd_vx"] == pytest.approx([0.735, 0.765])
+    with pytest.raises(ValueError, match=r"bags/ep1: metadata scenario.\*: \['grip'\] are not scenario parameters"):
+        weakness_scenarios("humanoid", [result({"grip": 1.0})])
