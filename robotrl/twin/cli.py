@@ -9,13 +9,15 @@ robotrl twin calibrate bags=<dir> task=humanoid [robot=<profile>] [params=body_m
 mujoco.sysid fit; writes <out>/physics.yaml and sysid's results (confidence intervals).
 robotrl twin mine checkpoint=<run> budget=N [params=friction,max_curvature] [rounds=4] [worlds=128]
 [seed=0] [uniform=false] [weighting=learnability] [baseline=uniform] [reference=friction:1.0:1.2]
-[min_leaf=8] [validate=0.2] [out=scenarios.yaml] [task.<field>=<value> ...]
+[min_leaf=8] [validate=0.2] [workers=0] [address=] [threads=1] [out=scenarios.yaml] [task.<field>=<value> ...]
 the policy over N scenarios (batched worlds), adaptive search for low-success regions, each tested against
 the failure rate of the uniform draws (``baseline=uniform``), of those in the ``reference`` box (the regime the
 policy was trained on: ``baseline=reference``) or of those outside it (``complement``); ``validate`` (0.2) holds
 that share of N back to re-test each region on fresh draws, dropping those the fresh draws contradict; writes the
 scenario file (regions with summaries; training picks its regions by ``weighting``, learnability or
-failure_rate) and <out>.samples.json (every scenario and its success).
+failure_rate) and <out>.samples.json (every scenario and its success). ``workers=N`` runs each round's chunks of
+``worlds`` scenarios as Ray tasks (Ray on 127.0.0.1, or the cluster at ``address``, ``threads`` each), with the
+same answers as in process (``robotrl.twin.evaluate``).
 robotrl twin triage bags=<dir> policy=<export/policy.onnx|run dir> task=humanoid [robot=<profile>]
 [out=twin_triage]
 failed episodes replayed closed loop in the twin: reproduced -> policy weakness (a scenario file
@@ -95,7 +97,7 @@ def _mine(args: dict[str, str]) -> int:
     import json
     from pathlib import Path
 
-    from robotrl.twin.evaluate import ScenarioEvaluator
+    from robotrl.twin.evaluate import FanOutEvaluator, ScenarioEvaluator
     from robotrl.twin.mine import mine
     from robotrl.twin.scenarios import ScenarioFile
 
@@ -103,8 +105,15 @@ def _mine(args: dict[str, str]) -> int:
         raise SystemExit(f"robotrl twin mine needs checkpoint= and budget=.\n{__doc__}")
     overrides = {k.removeprefix("task."): _value(v) for k, v in args.items() if k.startswith("task.")}
     params = args["params"].split(",") if args.get("params") else None
-    evaluator = ScenarioEvaluator(args["checkpoint"], params, overrides, worlds=int(args.get("worlds", 128)),
-                                  seed=int(args.get("seed", 0)))
+    workers = int(args.get("workers", 0))
+    evaluator: ScenarioEvaluator | FanOutEvaluator
+    if workers > 0:
+        evaluator = FanOutEvaluator(args["checkpoint"], params, overrides, worlds=int(args.get("worlds", 128)),
+                                    seed=int(args.get("seed", 0)), workers=workers, address=args.get("address") or None,
+                                    threads=int(args.get("threads", 1)))
+    else:
+        evaluator = ScenarioEvaluator(args["checkpoint"], params, overrides, worlds=int(args.get("worlds", 128)),
+                                      seed=int(args.get("seed", 0)))
     uniform = str(args.get("uniform", "false")).lower() in ("1", "true", "yes")
     reference = {}
     for item in filter(None, args.get("reference", "").split(",")):

@@ -45,3 +45,43 @@ def test_mine_cli_writes_scenario_file_with_summaries(humanoid_run, tmp_path):
     assert 0.1 < min(lows) < 0.6  # |vx - cmd| < 0.3 m/s is success, and the policy barely moves
     samples = json.loads(out.with_suffix(".samples.json").read_text())
     assert len(samples["x"]) == 96 and len(samples["success"]) == 96
+
+
+# near |vx - cmd| = 0.3 m/s with randomized dynamics and initial states: the answers depend on the draws
+NOISY = {"episode_length_s": 0.3, "randomize": True}
+
+
+def _boundary_scenarios(n=16):
+    return np.linspace(0.15, 0.45, n, dtype=np.float32)[:, None]
+
+
+def test_a_chunks_answers_depend_on_its_seed_not_on_the_chunks_before(humanoid_run):
+    from robotrl.twin.evaluate import ScenarioEvaluator
+
+    ev = ScenarioEvaluator(humanoid_run, ["cmd_vx"], NOISY, worlds=16, nthread=1)
+    x = _boundary_scenarios()
+    first = ev.run_chunk(x, 7)
+    others = [ev.run_chunk(x, s) for s in (8, 9, 10)]
+    assert ev.run_chunk(x, 7).tolist() == first.tolist()  # after three other chunks, the same answers
+    assert any(o.tolist() != first.tolist() for o in others)  # and the seed does matter here
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    pytest.importorskip("ray", reason="pip install 'robotrl[cluster]'")
+    from robotrl.cluster.batch import init_ray
+
+    ray = init_ray(2)
+    yield ray
+    ray.shutdown()
+
+
+def test_fan_out_over_two_ray_workers_gives_the_in_process_answers(humanoid_run, local_ray):
+    from robotrl.twin.evaluate import FanOutEvaluator, ScenarioEvaluator
+
+    here = ScenarioEvaluator(humanoid_run, ["cmd_vx"], NOISY, worlds=8, nthread=1)
+    fan = FanOutEvaluator(humanoid_run, ["cmd_vx"], NOISY, worlds=8, workers=2)
+    assert fan.task_name == "humanoid" and [p.name for p in fan.params] == ["cmd_vx"]
+    for x in (_boundary_scenarios(20), _boundary_scenarios(12)):  # two rounds: chunk indices carry over
+        assert fan(x).tolist() == here(x).tolist()
+    assert fan.chunks == here.chunks == 5 and fan.evaluated == 32
