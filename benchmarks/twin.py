@@ -68,7 +68,7 @@ other way round: bags recorded in PyBullet (a "real" robot of another engine, no
 the MuJoCo twin calibrated on them with sysid, and its open-loop divergence before and after.
 
 Sim-to-sim, closed loop: policies trained by ``robotrl train`` in MuJoCo, evaluated by
-``robotrl eval`` in both engines with one config (16 worlds, 32 episodes, deterministic
+``robotrl eval`` in both engines with one config (32 worlds, 128 episodes, deterministic
 actions, seed 1) that differs only in ``engine``; episode statistics and their PyBullet /
 MuJoCo ratios, and a sheet of frames from both videos (``sim2sim_policy_frames.png``).
 
@@ -580,7 +580,7 @@ def sim2sim_rows(episodes=2):
     return rows
 
 
-def sim2sim_policy_rows(checkpoints, num_envs=16, episodes=32, seed=1):
+def sim2sim_policy_rows(checkpoints, num_envs=32, episodes=128, seed=1):
     """Each MuJoCo-trained checkpoint evaluated closed loop in MuJoCo and in PyBullet (``robotrl eval engine=``).
 
     One ``EvalConfig`` per checkpoint, built once; the two engines differ only in ``engine`` (same
@@ -689,7 +689,8 @@ def main():
             print({k: v for k, v in row.items() if k != "q_rmse_per_joint_rad"})
         _merge("sim_to_sim", rows)
     if mode == "sim2sim_policy":  # checkpoints after the mode: runs of robotrl train task=humanoid / tool_use
-        rows = sim2sim_policy_rows(sys.argv[2:])
+        opts = dict(a.split("=", 1) for a in sys.argv[2:] if "=" in a)  # num_envs=32 episodes=128 seed=1
+        rows = sim2sim_policy_rows([a for a in sys.argv[2:] if "=" not in a], **{k: int(v) for k, v in opts.items()})
         for row in rows:
             print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if k != "checkpoint"})
         _merge("sim_to_sim_policy", rows)

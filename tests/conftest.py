@@ -34,3 +34,14 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """Ray with 2 CPUs on 127.0.0.1 for one test module (shut down after it)."""
+    pytest.importorskip("ray", reason="pip install 'robotrl[cluster]'")
+    from robotrl.cluster.batch import init_ray
+
+    ray = init_ray(2)
+    yield ray
+    ray.shutdown()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from robotrl.cluster import EvalJob, Scenario, grid, run_batch, sample, write_results
-from robotrl.cluster.batch import init_ray, run_scenario
+from robotrl.cluster.batch import run_scenario
 
 
 def test_grid_combines_axes_once_per_seed_with_sorted_ids():
@@ -79,14 +79,6 @@ class CrashOnce:
             (d / "crashed").write_text(str(os.getpid()))
             os._exit(1)
         return self.inner(scenario)
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    pytest.importorskip("ray", reason="pip install 'robotrl[cluster]'")
-    ray = init_ray(2)
-    yield ray
-    ray.shutdown()
 
 
 def test_local_ray_uses_loopback_only(local_ray):

@@ -66,16 +66,6 @@ def test_a_chunks_answers_depend_on_its_seed_not_on_the_chunks_before(humanoid_r
     assert any(o.tolist() != first.tolist() for o in others)  # and the seed does matter here
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    pytest.importorskip("ray", reason="pip install 'robotrl[cluster]'")
-    from robotrl.cluster.batch import init_ray
-
-    ray = init_ray(2)
-    yield ray
-    ray.shutdown()
-
-
 def test_fan_out_over_two_ray_workers_gives_the_in_process_answers(humanoid_run, local_ray):
     from robotrl.twin.evaluate import FanOutEvaluator, ScenarioEvaluator
 
