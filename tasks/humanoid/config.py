@@ -33,6 +33,11 @@ class HumanoidConfig(TaskConfig):
         solver_iterations: Newton iterations (the model's PGS is replaced by Newton).
         friction_range: multiplier range for every geom's sliding friction.
         mass_range: multiplier range for every link mass.
+        contact_timeconst_range: ``[low, high]`` seconds of every geom's contact time constant
+            (``geom_solref[:, 0]``; MuJoCo's default 0.02, the soft contact; smaller is stiffer,
+            at least twice the 3 ms timestep), drawn per world at reset. Empty (the default):
+            the model's own, never written. Stiffer contacts stand in for engines with hard
+            contacts (PyBullet) or a hard floor (``robotrl eval engine=pybullet``).
         strength_range: multiplier range for each motor's strength.
         push_interval_s: seconds between random pushes (0 disables).
         push_vel: max horizontal velocity kick of a push, m/s.
@@ -59,6 +64,7 @@ class HumanoidConfig(TaskConfig):
     solver_iterations: int = 10
     friction_range: list[float] = field(default_factory=lambda: [0.6, 1.25])
     mass_range: list[float] = field(default_factory=lambda: [0.85, 1.15])
+    contact_timeconst_range: list[float] = field(default_factory=list)
     strength_range: list[float] = field(default_factory=lambda: [0.85, 1.15])
     push_interval_s: float = 4.0
     push_vel: float = 0.5

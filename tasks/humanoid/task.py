@@ -101,6 +101,11 @@ class HumanoidTask(Task):
         self.push = torch.full((n, 2), float("nan"), device=dev)  # scenario push (vx, vy) per world; NaN: random
         self._base_friction = torch.as_tensor(model.geom_friction.copy(), device=dev)
         self._base_mass = torch.as_tensor(model.body_mass.copy(), device=dev)
+        self._base_solref = torch.as_tensor(model.geom_solref.copy(), device=dev)
+        tc = self.cfg.contact_timeconst_range
+        if tc and (len(tc) != 2 or not 2 * model.opt.timestep <= tc[0] <= tc[1]):
+            raise ValueError(f"task.contact_timeconst_range={list(tc)}: give [low, high] with "
+                             f"{2 * model.opt.timestep:g} <= low <= high (seconds; twice the timestep at least).")
         self._bind_signal_views(model)
         self.step_dt = model.opt.timestep * self.cfg.frame_skip
         self._resample_every = max(1, round(self.cfg.command_resample_s / self.step_dt))
@@ -219,7 +224,7 @@ class HumanoidTask(Task):
             self.sim.set_model_field("body_mass", ids, mass)
 
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:
-        """Friction, link masses and motor strength per world."""
+        """Friction, link masses, motor strength and (if configured) contact stiffness per world."""
         k, c = ids.numel(), self.cfg
         self.friction_scale[ids] = sample_range(c.friction_range, (k,), gen, self.device)
         self.mass_scale[ids] = sample_range(c.mass_range, (k,), gen, self.device)
@@ -230,6 +235,10 @@ class HumanoidTask(Task):
         self.sim.set_model_field("geom_friction", ids, friction)
         per_body = sample_range(c.mass_range, (k, self._base_mass.shape[0]), gen, self.device)
         self.sim.set_model_field("body_mass", ids, self._base_mass * per_body.to(self._base_mass.dtype))
+        if c.contact_timeconst_range:
+            solref = self._base_solref.expand(k, -1, -1).clone()
+            solref[..., 0] = sample_range(c.contact_timeconst_range, (k, 1), gen, self.device).to(solref.dtype)
+            self.sim.set_model_field("geom_solref", ids, solref)
 
     def apply_action(self, action: torch.Tensor) -> None:
         """Motor controls = action * ctrl limit * per-world strength."""

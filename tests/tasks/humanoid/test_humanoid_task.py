@@ -50,3 +50,30 @@ def test_gpu_recipe_gives_every_randomized_field_a_per_world_copy(train_cfg):
     # HumanoidTask.randomize and apply_scenario write these two per world; Warp needs them declared
     assert {"geom_friction", "body_mass"} <= set(cfg.sim.per_world_fields)
     assert cfg.algo.num_steps * cfg.sim.num_envs // cfg.algo.num_minibatches >= 16384  # GPU-sized mini-batches
+
+
+def test_contact_timeconst_range_makes_each_worlds_contacts_stiffer_so_the_feet_rest_higher():
+    import pytest
+
+    def feet_rest_gap(timeconst):
+        """Per world: the feet's smallest signed contact distance once landed (zero action, no pushes)."""
+        cfg = HumanoidConfig(contact_timeconst_range=timeconst, push_interval_s=0.0, init_noise=0.0)
+        env = TaskEnv(cfg, SimConfig(num_envs=4, nthread=1), seed=0)
+        env.reset()
+        for _ in range(16):  # dropped from its spawn height, it lands at about step 12
+            env.step(torch.zeros(4, env.num_actions))
+        gaps = []
+        for w in range(4):
+            _, data = env.sim.get_world(w)
+            assert data.ncon >= 2  # both feet on the floor
+            gaps.append(float(data.contact.dist[: data.ncon].min()))
+        return env, gaps
+
+    env, stiff = feet_rest_gap([0.006, 0.008])
+    solref = env.sim.model_field("geom_solref")[..., 0]
+    assert torch.all((solref >= 0.006) & (solref <= 0.008)) and len(set(solref[:, 0].tolist())) == 4
+    assert torch.all(solref == solref[:, :1])  # one draw per world, for every geom
+    _, soft = feet_rest_gap([])  # the model's own 0.02 s: softer, the feet sink in further
+    assert min(stiff) > max(soft) + 5e-4
+    with pytest.raises(ValueError, match=r"contact_timeconst_range=\[0.001, 0.01\]: give \[low, high\] with 0.006"):
+        TaskEnv(HumanoidConfig(contact_timeconst_range=[0.001, 0.01]), SimConfig(num_envs=1, nthread=1), seed=0)
