@@ -580,7 +580,7 @@ def sim2sim_rows(episodes=2):
     return rows
 
 
-def sim2sim_policy_rows(checkpoints, num_envs=32, episodes=128, seed=1):
+def sim2sim_policy_rows(checkpoints, num_envs=32, episodes=128, seed=1, name=""):
     """Each MuJoCo-trained checkpoint evaluated closed loop in MuJoCo and in PyBullet (``robotrl eval engine=``).
 
     One ``EvalConfig`` per checkpoint, built once; the two engines differ only in ``engine`` (same
@@ -606,12 +606,12 @@ def sim2sim_policy_rows(checkpoints, num_envs=32, episodes=128, seed=1):
                    **{k: v for k, v in res.items() if isinstance(v, float)}}
             pair[engine] = row
             rows.append(row)
-            frames[(res["task"], engine)] = res.get("video")
+            frames[(f"{res['task']} ({Path(ckpt).name})", engine)] = res.get("video")
         mj, pb = pair["mujoco"], pair["pybullet"]
         ratios = {f"{k}_pybullet_over_mujoco": pb[k] / mj[k] for k in mj
                   if isinstance(mj[k], float) and k in pb and k != "episodes" and abs(mj[k]) > 1e-9}
         rows.append({"checkpoint": str(ckpt), "task": mj["task"], "engine": "ratio", **ratios})
-    _frame_sheet(frames, Path(__file__).parent / "results" / "sim2sim_policy_frames.png")
+    _frame_sheet(frames, Path(__file__).parent / "results" / f"sim2sim_policy{'_' + name if name else ''}_frames.png")
     return rows
 
 
@@ -689,11 +689,13 @@ def main():
             print({k: v for k, v in row.items() if k != "q_rmse_per_joint_rad"})
         _merge("sim_to_sim", rows)
     if mode == "sim2sim_policy":  # checkpoints after the mode: runs of robotrl train task=humanoid / tool_use
-        opts = dict(a.split("=", 1) for a in sys.argv[2:] if "=" in a)  # num_envs=32 episodes=128 seed=1
-        rows = sim2sim_policy_rows([a for a in sys.argv[2:] if "=" not in a], **{k: int(v) for k, v in opts.items()})
+        opts = dict(a.split("=", 1) for a in sys.argv[2:] if "=" in a)  # num_envs=32 episodes=128 seed=1 name=x
+        name = opts.pop("name", "")  # section sim_to_sim_policy_<name>, frames sim2sim_policy_<name>_frames.png
+        rows = sim2sim_policy_rows([a for a in sys.argv[2:] if "=" not in a], name=name,
+                                   **{k: int(v) for k, v in opts.items()})
         for row in rows:
             print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if k != "checkpoint"})
-        _merge("sim_to_sim_policy", rows)
+        _merge("sim_to_sim_policy" + (f"_{name}" if name else ""), rows)
     if mode in ("planted", "all"):
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
         budgets = dict(PLANT_BUDGETS)
