@@ -15,6 +15,7 @@
     # training seed (section ..._seed1; use a TWIN_PLANT_DIR of its own)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_policy runs/humanoid runs/tool_use
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_passive  # zero actions in both engines (control)
     #   MuJoCo-trained checkpoints closed loop in MuJoCo and in PyBullet (robotrl eval engine=...)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
@@ -615,6 +616,35 @@ def sim2sim_policy_rows(checkpoints, num_envs=32, episodes=128, seed=1, name="")
     return rows
 
 
+def sim2sim_passive_rows(tasks=("humanoid", "tool_use"), num_envs=32, episodes=32, seed=1):
+    """Control for the closed-loop rows: zero actions in both engines (the task's own config, randomization off)."""
+    from robotrl.tasks import config_class
+
+    from robotrl.envs.task_env import TaskEnv
+    from robotrl.runners.evaluate import run_episodes
+    from robotrl.sim.backend import SimConfig
+    from robotrl.twin.bullet import use_pybullet
+
+    class Zero:
+        def __init__(self, dim):
+            self.dim = dim
+
+        def act_inference(self, obs):
+            return torch.zeros(obs.shape[0], self.dim)
+
+    rows = []
+    for task in tasks:
+        for engine in ("mujoco", "pybullet"):
+            env = TaskEnv(config_class(task)(randomize=False), SimConfig(num_envs=num_envs, nthread=2), seed=seed)
+            if engine == "pybullet":
+                use_pybullet(env)
+            t0 = time.time()
+            out = run_episodes(env, Zero(env.num_actions), episodes)
+            rows.append({"task": task, "engine": engine, "policy": "zero action", "num_envs": num_envs,
+                         "wall_s": round(time.time() - t0, 1), **out})
+    return rows
+
+
 def _frame_sheet(videos, path, times=(0.25, 0.5, 0.75, 1.0)):
     """Frames of each (task, engine) eval video at the given fractions of its length, one row each."""
     import imageio.v3 as iio
@@ -696,6 +726,11 @@ def main():
         for row in rows:
             print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if k != "checkpoint"})
         _merge("sim_to_sim_policy" + (f"_{name}" if name else ""), rows)
+    if mode == "sim2sim_passive":  # zero actions in both engines: the control for sim2sim_policy
+        rows = sim2sim_passive_rows()
+        for row in rows:
+            print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
+        _merge("sim_to_sim_passive", rows)
     if mode in ("planted", "all"):
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
         budgets = dict(PLANT_BUDGETS)
