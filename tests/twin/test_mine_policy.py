@@ -75,3 +75,19 @@ def test_fan_out_over_two_ray_workers_gives_the_in_process_answers(humanoid_run,
     for x in (_boundary_scenarios(20), _boundary_scenarios(12)):  # two rounds: chunk indices carry over
         assert fan(x).tolist() == here(x).tolist()
     assert fan.chunks == here.chunks == 5 and fan.evaluated == 32
+
+
+def test_mine_cli_over_two_ray_workers_draws_and_labels_the_same_scenarios_as_in_process(humanoid_run, local_ray,
+                                                                                           tmp_path):
+    from robotrl.cli import main
+
+    samples = []
+    for workers in ("0", "2"):
+        out = tmp_path / f"mined_{workers}.yaml"
+        assert main(["twin", "mine", f"checkpoint={humanoid_run}", "budget=48", "params=cmd_vx", "worlds=16",
+                     "task.episode_length_s=0.3", "task.randomize=true", "validate=0", f"workers={workers}",
+                     f"out={out}"]) == 0
+        samples.append(json.loads(out.with_suffix(".samples.json").read_text()))
+    assert len(samples[0]["x"]) == 48
+    assert samples[1]["x"] == samples[0]["x"] and samples[1]["success"] == samples[0]["success"]
+    assert 0 < sum(samples[0]["success"]) < 48  # mixed answers: the comparison is not between constant labels
