@@ -16,6 +16,7 @@
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_policy runs/humanoid runs/tool_use
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_passive  # zero actions in both engines (control)
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_substeps runs/humanoid 2,8  # PyBullet substeps
     #   MuJoCo-trained checkpoints closed loop in MuJoCo and in PyBullet (robotrl eval engine=...)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
@@ -645,6 +646,34 @@ def sim2sim_passive_rows(tasks=("humanoid", "tool_use"), num_envs=32, episodes=3
     return rows
 
 
+def sim2sim_substeps_rows(checkpoint, substeps=(2, 8), num_envs=32, episodes=64, seed=1):
+    """One checkpoint in PyBullet at several substeps per MuJoCo step: is explicit integration the gap?"""
+    from robotrl.tasks import task_config_from_meta
+
+    from robotrl.envs.task_env import TaskEnv
+    from robotrl.policies.io import load_policy
+    from robotrl.runners.evaluate import run_episodes
+    from robotrl.sim.backend import SimConfig
+    from robotrl.storage.checkpoint import load_checkpoint, resolve, strip
+    from robotrl.twin.bullet import use_pybullet
+
+    weights = resolve(str(checkpoint))
+    tensors, meta = load_checkpoint(weights)
+    rows = []
+    for sub in substeps:
+        cfg = task_config_from_meta(meta, split="train", randomize=False)
+        env = TaskEnv(cfg, SimConfig(num_envs=num_envs, nthread=2), seed=seed)
+        env.task.load_state_dict(strip(tensors, "task"))
+        sim = use_pybullet(env, substeps=sub)
+        policy, _ = load_policy(weights, device=env.device)
+        t0 = time.time()
+        out = run_episodes(env, policy, episodes)
+        sim.close()
+        rows.append({"checkpoint": str(checkpoint), "task": meta["task"]["name"], "engine": "pybullet",
+                     "substeps": sub, "wall_s": round(time.time() - t0, 1), **out})
+    return rows
+
+
 def _frame_sheet(videos, path, times=(0.25, 0.5, 0.75, 1.0)):
     """Frames of each (task, engine) eval video at the given fractions of its length, one row each."""
     import imageio.v3 as iio
@@ -731,6 +760,12 @@ def main():
         for row in rows:
             print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
         _merge("sim_to_sim_passive", rows)
+    if mode == "sim2sim_substeps":  # sim2sim_substeps <run> [2,8]: PyBullet substeps per MuJoCo step
+        rows = sim2sim_substeps_rows(sys.argv[2], tuple(int(v) for v in (sys.argv[3] if len(sys.argv) > 3
+                                                                             else "2,8").split(",")))
+        for row in rows:
+            print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if k != "checkpoint"})
+        _merge("sim_to_sim_substeps", rows)
     if mode in ("planted", "all"):
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
         budgets = dict(PLANT_BUDGETS)
