@@ -151,14 +151,11 @@ class Task(abc.ABC):
         if not self.cfg.scenarios or self.cfg.scenario_mix <= 0:
             return ids[:0], {}
         if getattr(self, "_scenario_file", None) is None:
-            from robotrl.twin.scenarios import ScenarioFile
+            from robotrl.twin.scenarios import ScenarioFile, check_names
 
             self._scenario_file = ScenarioFile.load(self.cfg.scenarios)
-            declared = {p.name for p in getattr(self, "scenario_params", [])}
-            unknown = sorted({n for r in self._scenario_file.regions for n in r.bounds} - declared)
-            if unknown:
-                raise ValueError(f"{self.cfg.scenarios}: parameters {unknown} are not scenario parameters of task "
-                                 f"{self.name!r} ({sorted(declared)}).")
+            check_names(self.name, getattr(self, "scenario_params", []),
+                        {n for r in self._scenario_file.regions for n in r.bounds}, str(self.cfg.scenarios))
         chosen = ids[torch.rand(ids.numel(), generator=gen, device=ids.device) < self.cfg.scenario_mix]
         return chosen, self._scenario_file.sample(chosen.numel(), gen, self.device)
 

@@ -22,6 +22,7 @@ This module is a leaf (numpy, torch, yaml): tasks import it lazily.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,14 @@ class ScenarioFile:
         return {n: v.to(device) for n, v in out.items()}
 
 
+def check_names(task: str, params: list[ScenarioParam], names: Iterable[str], where: str) -> None:
+    """Raise ``ValueError`` naming ``where`` if ``names`` holds a parameter the task does not declare."""
+    declared = {p.name for p in params}
+    unknown = sorted(set(names) - declared)
+    if unknown:
+        raise ValueError(f"{where}: {unknown} are not scenario parameters of task {task!r}; valid: {sorted(declared)}.")
+
+
 def check_values(task: str, params: list[ScenarioParam], values: dict[str, float], where: str,
                  ranges: bool = True) -> None:
     """Check a scenario's values against a task's declared parameters.
@@ -141,16 +150,13 @@ def check_values(task: str, params: list[ScenarioParam], values: dict[str, float
             parameter's range or a non-integer value of a ``choice`` parameter.
 
     """
+    check_names(task, params, values, where)
     declared = {p.name: p for p in params}
-    unknown = sorted(set(values) - set(declared))
-    if unknown:
-        raise ValueError(f"{where}: {unknown} are not scenario parameters of task {task!r}; "
-                         f"valid: {sorted(declared)}.")
     for name, v in values.items() if ranges else ():
         p = declared[name]
         if not p.low <= v <= p.high or (p.kind == "choice" and v != round(v)):
-            kind = "an integer " if p.kind == "choice" else ""
-            raise ValueError(f"{where}: {name}={v:g} is outside task {task!r}'s range; it takes {kind}"
+            kind = "an integer in " if p.kind == "choice" else ""
+            raise ValueError(f"{where}: {name}={v:g} is not valid for task {task!r}; it takes {kind}"
                              f"{p.low:g}..{p.high:g}{' ' + p.unit if p.unit else ''}.")
 
 
