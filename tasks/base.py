@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import mujoco
 
     from robotrl.sim.backend import BatchSim
+    from robotrl.twin.episode import Episode
 
 
 @dataclass
@@ -158,6 +159,16 @@ class Task(abc.ABC):
                         {n for r in self._scenario_file.regions for n in r.bounds}, str(self.cfg.scenarios))
         chosen = ids[torch.rand(ids.numel(), generator=gen, device=ids.device) < self.cfg.scenario_mix]
         return chosen, self._scenario_file.sample(chosen.numel(), gen, self.device)
+
+    @staticmethod
+    def scenario_from_episode(episode: Episode) -> dict[str, float]:
+        """The scenario parameters a recorded ``episode`` measures, ``{name: value}`` (none by default).
+
+        ``robotrl twin triage`` uses them for a bag whose metadata does not name its scenario
+        (``scenario.<name>``, which takes precedence), so that a failure the twin reproduces
+        still becomes a box of the task's ``scenario_params`` for training.
+        """
+        return {}
 
     def randomize(self, ids: torch.Tensor, gen: torch.Generator) -> None:  # noqa: B027 - optional hook
         """Per-world domain randomization of worlds ``ids`` ``(k,)`` (model fields, gains)."""

@@ -7,7 +7,10 @@ recorded initial state, with the episode's command and scenario parameters (bag 
 
 * The twin fails too: the failure is reproduced, so it is the policy's: a **policy
   weakness**. Its scenario goes into training (``policy_weakness.yaml``, a scenario file of
-  small boxes around the failed scenarios, for ``task.scenarios=``).
+  small boxes around the failed scenarios, for ``task.scenarios=``). The scenario is the bag's
+  metadata where it names a parameter, and otherwise what the bag itself measures of it (the
+  task's ``scenario_from_episode``: the humanoid's failing command and its largest push); each
+  result says where every value came from (``scenario_source``: ``metadata`` or ``bag``).
 * The twin succeeds: the simulator does not reproduce what the robot did: a **dynamics
   gap**. The bag goes to calibration (linked under ``dynamics_gap/`` for
   ``robotrl twin calibrate bags=<out>/dynamics_gap``).
@@ -21,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -48,6 +51,7 @@ class TriageResult:
     twin_success: bool
     divergence_time_s: float
     scenario: dict[str, float]
+    scenario_source: dict[str, str] = field(default_factory=dict)  # name -> "metadata" or "bag"
 
 
 def policy_fn(path: str | Path) -> PolicyFn:
@@ -102,11 +106,30 @@ def triage(task: str, episodes: list[Episode], policy: PolicyFn, physics: Physic
     for w, ep in enumerate(failed):
         n = int(min(roll.length[w], ep.num_steps))
         twin_ok = bool(roll.success[w])
+        scenario, source = episode_scenario(task, ep)
         out.append(TriageResult(bag=str(ep.path), verdict=DYNAMICS_GAP if twin_ok else POLICY_WEAKNESS,
                                 real_success=False, twin_success=twin_ok,
                                 divergence_time_s=float(divergence_time(roll.q[w, :n], ep.q[:n], ep.dt, eps, m)),
-                                scenario=scenario_values(ep)))
+                                scenario=scenario, scenario_source=source))
     return out
+
+
+def episode_scenario(task: str, episode: Episode) -> tuple[dict[str, float], dict[str, str]]:
+    """The scenario of a recorded episode and each value's source: ``({name: value}, {name: source})``.
+
+    The bag's metadata (``scenario.<name>``, source ``metadata``) takes precedence over what the
+    task reads off the recorded signals (``Task.scenario_from_episode``, source ``bag``).
+    """
+    from robotrl.tasks import task_class
+
+    measured = task_class(task).scenario_from_episode(episode)
+    written = scenario_values(episode)
+    scenario = {**measured, **written}
+    source = {name: "metadata" if name in written else "bag" for name in scenario}
+    if measured:
+        log.info("%s: scenario read off the bag: %s", episode.path.name,
+                 ", ".join(f"{k}={v:.3g}" for k, v in measured.items() if k not in written) or "(all in metadata)")
+    return scenario, source
 
 
 def weakness_scenarios(task: str, results: list[TriageResult], width: float = 0.02) -> ScenarioFile | None:

@@ -14,6 +14,7 @@ import mujoco
 import torch
 from robotrl.tasks.base import Task
 from robotrl.tasks.humanoid import constants as C
+from robotrl.tasks.humanoid.bag_scenario import scenario_from_episode
 from robotrl.tasks.humanoid.config import HumanoidConfig
 
 from robotrl.rotations import quat_rotate_parts_wxyz, sample_range, uniform
@@ -34,6 +35,8 @@ class HumanoidTask(Task):
         ScenarioParam("friction", 0.4, 1.4), ScenarioParam("mass", 0.7, 1.3),
         ScenarioParam("push_vel", 0.0, 1.5, unit="m/s"), ScenarioParam("push_dir", -3.1416, 3.1416, unit="rad"),
     ]
+    # what a bag measures of them: the failing command and the largest push (tasks/humanoid/bag_scenario.py)
+    scenario_from_episode = staticmethod(scenario_from_episode)
 
     def build_model(self) -> mujoco.MjModel:
         """Gymnasium's humanoid with Newton solver and implicit-fast integration (both backends)."""

@@ -81,3 +81,34 @@ def test_weakness_file_clips_out_of_range_scenarios_and_rejects_unknown_names():
     assert box["friction"] == pytest.approx([0.4, 0.41]) and box["cmd_vx"] == pytest.approx([0.735, 0.765])
     with pytest.raises(ValueError, match=r"bags/ep1: metadata scenario.\*: \['grip'\] are not scenario parameters"):
         weakness_scenarios("humanoid", [result({"grip": 1.0})])
+
+
+def test_a_bag_without_scenario_metadata_gets_its_command_and_push_from_the_recording(tmp_path, humanoid_profile,
+                                                                                      policies):
+    from robotrl.twin.record import record_episode
+    from robotrl.twin.scenarios import ScenarioFile
+    from robotrl.twin.triage import POLICY_WEAKNESS, episode_scenario, triage, write_triage
+
+    torch_policy, numpy_policy = policies
+    pushes = {"push_interval_s": 0.3}
+    bag = record_episode("humanoid", tmp_path / "bags", torch_policy, 120, profile=humanoid_profile,
+                         overrides=pushes, scenario={"push_vel": 1.0, "push_dir": 0.5, "cmd_vx": 1.2, "cmd_yaw": 0.3})
+    ep = load_episode(bag)
+    assert ep.success is False
+    # the operator's metadata wins where it names a parameter; the recording fills in the rest
+    ep.metadata = {k: v for k, v in ep.metadata.items() if k not in ("scenario.push_vel", "scenario.push_dir")}
+    ep.metadata["scenario.cmd_vx"] = "0.8"
+    scenario, source = episode_scenario("humanoid", ep)
+    assert scenario["cmd_vx"] == 0.8 and source["cmd_vx"] == "metadata" and source["push_vel"] == "bag"
+    assert scenario["push_vel"] == pytest.approx(1.0, abs=0.03) and scenario["push_dir"] == pytest.approx(0.5, abs=0.04)
+    # a real robot's bag: no scenario metadata at all
+    ep.metadata = {k: v for k, v in ep.metadata.items() if not k.startswith("scenario.")}
+    results = triage("humanoid", [ep], numpy_policy, overrides=pushes)
+    assert [r.verdict for r in results] == [POLICY_WEAKNESS]
+    assert set(results[0].scenario_source.values()) == {"bag"}
+    assert results[0].scenario["cmd_vx"] == pytest.approx(1.2)
+    write_triage(tmp_path / "triage", "humanoid", results)
+    box = ScenarioFile.load(tmp_path / "triage" / "policy_weakness.yaml").regions[0].bounds
+    assert sum(box["push_vel"]) / 2 == pytest.approx(1.0, abs=0.03) and box["cmd_yaw"][0] < 0.3 < box["cmd_yaw"][1]
+    body = json.loads((tmp_path / "triage" / "triage.json").read_text())
+    assert body["episodes"][0]["scenario_source"]["push_dir"] == "bag"
