@@ -18,6 +18,7 @@
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_passive  # zero actions in both engines (control)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_substeps runs/humanoid 2,8  # PyBullet substeps
     #   MuJoCo-trained checkpoints closed loop in MuJoCo and in PyBullet (robotrl eval engine=...)
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py bag_scenario  # triage's scenario read off bags (~1 min)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
 truth); mujoco.sysid fits mass, damping and actuator gain plus the delay over a grid; we
@@ -74,12 +75,17 @@ Sim-to-sim, closed loop: policies trained by ``robotrl train`` in MuJoCo, evalua
 actions, seed 1) that differs only in ``engine``; episode statistics and their PyBullet /
 MuJoCo ratios, and a sheet of frames from both videos (``sim2sim_policy_frames.png``).
 
+Bag scenario (triage): 45 humanoid bags of the sim robot (5 pushes, none among them, x 3 commands
+x 3 seeds; a push every 0.3 s), the scenario ``robotrl twin triage`` reads off each one where the
+metadata is silent (``tasks/humanoid/bag_scenario.py``) against the truth: push strength and
+direction errors, pushes read where there were none, and the command error.
+
 Each section is merged into ``benchmarks/results/twin.json``.
 
 Code: this file holds the command line (``main``) and the merge into twin.json; the rows are built in
 ``twin_calibration.py`` (calibration), ``twin_mining.py`` (mining, mining_narrowed, mining_validate),
-``twin_planted.py`` (planted) and ``twin_sim2sim.py`` (sim2sim, sim2sim_policy, sim2sim_passive,
-sim2sim_substeps), all in benchmarks/.
+``twin_planted.py`` (planted), ``twin_sim2sim.py`` (sim2sim, sim2sim_policy, sim2sim_passive,
+sim2sim_substeps) and ``twin_triage.py`` (bag_scenario), all in benchmarks/.
 """
 
 import json
@@ -108,6 +114,7 @@ from twin_sim2sim import (  # noqa: E402
     sim2sim_rows,
     sim2sim_substeps_rows,
 )
+from twin_triage import bag_scenario_rows  # noqa: E402
 
 
 def _merge(section, value):
@@ -175,6 +182,12 @@ def main():
         for row in rows:
             print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if k != "checkpoint"})
         _merge("sim_to_sim_substeps", rows)
+    if mode in ("bag_scenario", "all"):
+        summary, rows = bag_scenario_rows()
+        for k, v in summary.items():
+            print(f"{k:36s} {v:.4g}" if isinstance(v, float) else f"{k:36s} {v}")
+        _merge("bag_scenario", {**summary, "bags": rows,
+                                "command": "flock /tmp/robotrl-cpu.lock python benchmarks/twin.py bag_scenario"})
     if mode in ("planted", "all"):
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
         budgets = dict(PLANT_BUDGETS)

@@ -14,7 +14,8 @@ still records two of the task's scenario parameters (``HumanoidTask.scenario_par
   0.8-2.1 m/s), not pushes, and are passed over. The gait itself changes the base velocity far
   less per step (at most 0.07 m/s horizontally in bags of the twin tests' policy). Pushes of
   0.4-1.4 m/s of the sim robot come back within 0.027 m/s and 0.032 rad (0.007 and 0.007 on
-  average; 36 bags: 4 pushes x 3 commands x 3 seeds), and 9 bags without pushes report none.
+  average; 36 bags: 4 pushes x 3 commands x 3 seeds), and 9 bags without pushes report none
+  (``python benchmarks/twin.py bag_scenario``, twin.json ``bag_scenario``).
   A jump below
   ``push_threshold`` is reported as no key at all: a push that small is not told apart from
   the gait, so it stays unknown.

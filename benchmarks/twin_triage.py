@@ -1,0 +1,62 @@
+"""Twin benchmark, triage rows (``python benchmarks/twin.py bag_scenario``; method in twin.py's docstring).
+
+Humanoid bags of the sim robot recorded under known scenario pushes and commands; the scenario
+``robotrl twin triage`` reads off each bag (``HumanoidTask.scenario_from_episode``) against the truth.
+"""
+
+import math
+import tempfile
+
+import numpy as np
+import torch
+
+PUSHES = ((1.0, 0.5), (0.4, -2.0), (1.4, 2.5), (0.7, -0.3), (None, None))  # (push_vel m/s, push_dir rad)
+COMMANDS = (None, (1.2, 0.3), (0.3, -0.4))  # (cmd_vx, cmd_yaw); None: the task's own draw
+PUSH_INTERVAL_S = 0.3  # a scenario push every 20 control steps (randomize is off: no other pushes)
+
+
+def bag_scenario_rows(seeds=(0, 1, 2)):
+    """Per bag: the true push and command and what the bag gave back; plus the summary."""
+    from robotrl.deploy.profile import load_profile
+    from robotrl.tasks.humanoid.bag_scenario import scenario_from_episode
+
+    from robotrl.twin.episode import load_episode
+    from robotrl.twin.record import record_episode
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(63, 17), torch.nn.Tanh())  # the twin tests' policy: falls in 40-70 steps
+
+    def policy(obs, k):
+        with torch.no_grad():
+            return net(obs) * 0.5
+
+    profile, out, rows = load_profile("humanoid_sim"), tempfile.mkdtemp(prefix="bag_scenario_"), []
+    for (push_vel, push_dir), command, seed in ((p, c, s) for p in PUSHES for c in COMMANDS for s in seeds):
+        scenario = {} if push_vel is None else {"push_vel": push_vel, "push_dir": push_dir}
+        if command is not None:
+            scenario.update(cmd_vx=command[0], cmd_yaw=command[1])
+        bag = record_episode("humanoid", out, policy, 120, profile=profile, seed=seed, scenario=scenario,
+                             overrides={"push_interval_s": PUSH_INTERVAL_S}, name=f"bag_{len(rows):03d}")
+        ep = load_episode(bag)
+        got = scenario_from_episode(ep)
+        row = {"true_push_vel": push_vel, "true_push_dir": push_dir, "seed": seed, "steps": ep.num_steps,
+               "read_push_vel": got.get("push_vel"), "read_push_dir": got.get("push_dir"),
+               "command_error": float(np.abs(np.subtract([got["cmd_vx"], got["cmd_yaw"]], command)).max())
+               if command is not None else None}
+        if push_vel is not None and got.get("push_vel") is not None:
+            row["push_vel_error"] = abs(got["push_vel"] - push_vel)
+            row["push_dir_error_rad"] = abs((got["push_dir"] - push_dir + math.pi) % (2 * math.pi) - math.pi)
+        rows.append(row)
+    pushed = [r for r in rows if r["true_push_vel"] is not None]
+    found = [r for r in pushed if "push_vel_error" in r]
+    commanded = [r["command_error"] for r in rows if r["command_error"] is not None]
+    summary = {"pushed_bags": len(pushed), "pushes_found": len(found),
+               "push_vel_error_max": max(r["push_vel_error"] for r in found),
+               "push_vel_error_mean": float(np.mean([r["push_vel_error"] for r in found])),
+               "push_dir_error_max_rad": max(r["push_dir_error_rad"] for r in found),
+               "push_dir_error_mean_rad": float(np.mean([r["push_dir_error_rad"] for r in found])),
+               "unpushed_bags": len(rows) - len(pushed),
+               "unpushed_bags_with_a_push_read": sum(r["read_push_vel"] is not None for r in rows
+                                                     if r["true_push_vel"] is None),
+               "command_error_max": max(commanded), "push_interval_s": PUSH_INTERVAL_S}
+    return summary, rows
