@@ -17,6 +17,7 @@
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_policy runs/humanoid runs/tool_use
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_passive  # zero actions in both engines (control)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_substeps runs/humanoid 2,8  # PyBullet substeps
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_sensitivity runs/humanoid  # model changes (~5 min)
     #   MuJoCo-trained checkpoints closed loop in MuJoCo and in PyBullet (robotrl eval engine=...)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py bag_scenario  # triage's scenario read off bags (~1 min)
 
@@ -74,6 +75,11 @@ Sim-to-sim, closed loop: policies trained by ``robotrl train`` in MuJoCo, evalua
 ``robotrl eval`` in both engines with one config (32 worlds, 128 episodes, deterministic
 actions, seed 1) that differs only in ``engine``; episode statistics and their PyBullet /
 MuJoCo ratios, and a sheet of frames from both videos (``sim2sim_policy_frames.png``).
+``sim2sim_sensitivity``: one humanoid checkpoint (randomization off, 32 worlds, 64 episodes,
+seed 1) in MuJoCo under single model changes (joint armature or damping scaled, geom
+friction scaled, an elliptic cone with impratio 10, noslip iterations, no contact margin) and
+in PyBullet with damping doubled or the armature rotors removed: which change makes the policy
+fall in MuJoCo as soon as it does in PyBullet.
 
 Bag scenario (triage): 45 humanoid bags of the sim robot (5 pushes, none among them, x 3 commands
 x 3 seeds; a push every 0.3 s), the scenario ``robotrl twin triage`` reads off each one where the
@@ -85,7 +91,7 @@ Each section is merged into ``benchmarks/results/twin.json``.
 Code: this file holds the command line (``main``) and the merge into twin.json; the rows are built in
 ``twin_calibration.py`` (calibration), ``twin_mining.py`` (mining, mining_narrowed, mining_validate),
 ``twin_planted.py`` (planted), ``twin_sim2sim.py`` (sim2sim, sim2sim_policy, sim2sim_passive,
-sim2sim_substeps) and ``twin_triage.py`` (bag_scenario), all in benchmarks/.
+sim2sim_substeps, sim2sim_sensitivity) and ``twin_triage.py`` (bag_scenario), all in benchmarks/.
 """
 
 import json
@@ -112,6 +118,7 @@ from twin_sim2sim import (  # noqa: E402
     sim2sim_passive_rows,
     sim2sim_policy_rows,
     sim2sim_rows,
+    sim2sim_sensitivity_rows,
     sim2sim_substeps_rows,
 )
 from twin_triage import bag_scenario_rows  # noqa: E402
@@ -182,6 +189,9 @@ def main():
         for row in rows:
             print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if k != "checkpoint"})
         _merge("sim_to_sim_substeps", rows)
+    if mode == "sim2sim_sensitivity":  # sim2sim_sensitivity <humanoid run>: which model change transfers the fall
+        rows = sim2sim_sensitivity_rows(sys.argv[2])
+        _merge("sim_to_sim_sensitivity", rows)
     if mode in ("bag_scenario", "all"):
         summary, rows = bag_scenario_rows()
         for k, v in summary.items():

@@ -1,8 +1,8 @@
 """Twin benchmark, sim-to-sim rows (method in twin.py's docstring, Sim-to-sim).
 
-``python benchmarks/twin.py sim2sim|sim2sim_policy|sim2sim_passive|sim2sim_substeps``: MuJoCo bags
-replayed in PyBullet, the MuJoCo twin calibrated on PyBullet bags, and MuJoCo-trained policies
-closed loop in both engines.
+``python benchmarks/twin.py sim2sim|sim2sim_policy|sim2sim_passive|sim2sim_substeps|sim2sim_sensitivity``:
+MuJoCo bags replayed in PyBullet, the MuJoCo twin calibrated on PyBullet bags, MuJoCo-trained policies
+closed loop in both engines, and which model changes make a policy fall in MuJoCo as it does in PyBullet.
 """
 
 import os
@@ -174,6 +174,85 @@ def sim2sim_substeps_rows(checkpoint, substeps=(2, 8), num_envs=32, episodes=64,
         sim.close()
         rows.append({"checkpoint": str(checkpoint), "task": meta["task"]["name"], "engine": "pybullet",
                      "substeps": sub, "wall_s": round(time.time() - t0, 1), **out})
+    return rows
+
+
+def _scaled(field, rows, factor):
+    def edit(m):
+        getattr(m, field)[rows] *= factor
+    return edit
+
+
+def _option(**values):
+    def edit(m):
+        for k, v in values.items():
+            setattr(m.opt, k, v)
+    return edit
+
+
+# name -> (engine, edit of the compiled model before the sim is built); joint DoFs are 6: (past the free joint)
+SENSITIVITY = {
+    "nominal": ("mujoco", None),
+    "armature_x0": ("mujoco", _scaled("dof_armature", slice(6, None), 0.0)),
+    "damping_x0": ("mujoco", _scaled("dof_damping", slice(6, None), 0.0)),
+    "damping_x0.25": ("mujoco", _scaled("dof_damping", slice(6, None), 0.25)),
+    "damping_x2": ("mujoco", _scaled("dof_damping", slice(6, None), 2.0)),
+    "friction_x0.6": ("mujoco", _scaled("geom_friction", slice(None), 0.6)),
+    "friction_x1.5": ("mujoco", _scaled("geom_friction", slice(None), 1.5)),
+    "elliptic_cone_impratio10": ("mujoco", _option(cone=1, impratio=10.0)),
+    "noslip_10_iterations": ("mujoco", _option(noslip_iterations=10)),
+    "contact_margin_0": ("mujoco", lambda m: m.geom_margin.__setitem__(slice(None), 0.0)),
+    "pybullet": ("pybullet", None),
+    "pybullet_damping_x2": ("pybullet", _scaled("dof_damping", slice(6, None), 2.0)),
+    "pybullet_armature_x0": ("pybullet", _scaled("dof_armature", slice(6, None), 0.0)),
+}
+
+
+def sim2sim_sensitivity_rows(checkpoint, variants=tuple(SENSITIVITY), num_envs=32, episodes=64, seed=1):
+    """One humanoid checkpoint, randomization off, under each model change of ``SENSITIVITY``, in its engine.
+
+    Which change makes the MuJoCo-trained policy fall in MuJoCo as soon as it does in PyBullet: a model
+    difference the PyBullet rebuild may carry. Every row gets the same config, seed, worlds and episodes.
+    """
+    from robotrl.tasks import task_class, task_config_from_meta
+
+    from robotrl.envs.task_env import TaskEnv
+    from robotrl.policies.io import load_policy
+    from robotrl.runners.evaluate import run_episodes
+    from robotrl.sim.backend import SimConfig
+    from robotrl.storage.checkpoint import load_checkpoint, resolve, strip
+    from robotrl.twin.bullet import use_pybullet
+
+    weights = resolve(str(checkpoint))
+    tensors, meta = load_checkpoint(weights)
+    cls = task_class(meta["task"]["name"])
+    build = cls.build_model
+    rows = []
+    for name in variants:
+        engine, edit = SENSITIVITY[name]
+
+        def edited(self, edit=edit):
+            model = build(self)
+            if edit is not None:
+                edit(model)
+            return model
+
+        cls.build_model = edited
+        try:
+            cfg = task_config_from_meta(meta, split="train", randomize=False)
+            env = TaskEnv(cfg, SimConfig(num_envs=num_envs, nthread=2), seed=seed)
+        finally:
+            cls.build_model = build
+        env.task.load_state_dict(strip(tensors, "task"))
+        sim = use_pybullet(env) if engine == "pybullet" else None
+        policy, _ = load_policy(weights, device=env.device)
+        t0 = time.time()
+        out = run_episodes(env, policy, episodes)
+        if sim is not None:
+            sim.close()
+        rows.append({"checkpoint": str(checkpoint), "task": meta["task"]["name"], "variant": name, "engine": engine,
+                     "num_envs": num_envs, "wall_s": round(time.time() - t0, 1), **out})
+        print(name, {k: round(v, 3) for k, v in out.items() if k in ("return", "length", "success")}, flush=True)
     return rows
 
 
