@@ -32,13 +32,40 @@ import sys
 log = logging.getLogger(__name__)
 
 
-def _args(argv: list[str]) -> dict[str, str]:
+# per command: the keys it needs, then every key it reads (``mine`` also takes ``task.<field>`` overrides)
+_REQUIRED = {"report": ("bags",), "calibrate": ("bags",), "mine": ("checkpoint", "budget"),
+             "triage": ("bags", "policy")}
+_KNOWN = {
+    "report": ("bags", "task", "robot", "physics", "engines", "out"),
+    "calibrate": ("bags", "task", "robot", "params", "delays", "out"),
+    "mine": ("checkpoint", "budget", "params", "rounds", "worlds", "seed", "uniform", "weighting", "baseline",
+             "reference", "min_leaf", "validate", "workers", "address", "threads", "out"),
+    "triage": ("bags", "policy", "task", "robot", "out"),
+}
+
+
+def _usage(cmd: str) -> str:
+    """The docstring's paragraph on ``robotrl twin <cmd>``."""
+    doc = __doc__ or ""
+    start = doc.find(f"robotrl twin {cmd} ")
+    end = min([i for i in (doc.find(f"robotrl twin {c} ", start + 1) for c in _KNOWN) if i > start] or [len(doc)])
+    return doc[start:end].strip()
+
+
+def _args(cmd: str, argv: list[str]) -> dict[str, str]:
+    """``key=value`` arguments of ``robotrl twin <cmd>``; a malformed, unknown or missing key is an error."""
     out = {}
     for a in argv:
         if "=" not in a:
-            raise SystemExit(f"robotrl twin: expected key=value, got {a!r}.\n{__doc__}")
+            raise SystemExit(f"robotrl twin {cmd}: expected key=value, got {a!r}.\n{_usage(cmd)}")
         k, v = a.split("=", 1)
+        if k not in _KNOWN[cmd] and not (cmd == "mine" and k.startswith("task.")):
+            raise SystemExit(f"robotrl twin {cmd}: unknown argument {k!r}; it takes {', '.join(_KNOWN[cmd])}"
+                             + (" and task.<field>=<value>" if cmd == "mine" else "") + f".\n{_usage(cmd)}")
         out[k] = v
+    missing = [k for k in _REQUIRED[cmd] if not out.get(k)]
+    if missing:
+        raise SystemExit(f"robotrl twin {cmd}: missing {', '.join(f'{k}=' for k in missing)}.\n{_usage(cmd)}")
     return out
 
 
@@ -49,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(__doc__ or "")
         return 2
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    cmd, args = argv[0], _args(argv[1:])
+    cmd = argv[0]
+    args = _args(cmd, argv[1:])
     if cmd == "mine":
         return _mine(args)
     if cmd == "triage":
