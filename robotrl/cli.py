@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -71,6 +72,20 @@ def collect_main(argv: list[str]) -> int:
     steps = sum(ep["actions"].shape[0] for ep in episodes)
     print(f"wrote {len(episodes)} demos ({steps} steps, success {rate:.2f}) to {opts['out']}")
     return 0
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Errors of the plain subcommands that report bad input (a missing file or bag, an unknown config key)."""
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
+
+    errors: list[type[Exception]] = [FileNotFoundError, ConfigKeyError, ConfigAttributeError, ValidationError]
+    try:
+        from robotrl.twin.episode import BagError
+    except ImportError:  # the twin extra is not installed
+        pass
+    else:
+        errors.append(BagError)
+    return tuple(errors)
 
 
 _RUN_STAMP: list[str] = []  # under torchrun: rank 0's time stamp, so that every rank uses one run dir
@@ -198,7 +213,14 @@ def main(argv: list[str] | None = None) -> int:
         except ModuleNotFoundError as err:
             print(f"robotrl {cmd} is not available in this install ({err}).", file=sys.stderr)
             return 2
-        return int(getattr(target, fn)(rest) or 0)
+        try:
+            return int(getattr(target, fn)(rest) or 0)
+        except _user_errors() as err:  # bad input: its message says what and how to fix it, no traceback
+            if os.environ.get("ROBOTRL_FULL_ERROR"):
+                raise
+            print(f"robotrl {cmd}: {type(err).__name__}: {err}\nSet ROBOTRL_FULL_ERROR=1 for the traceback.",
+                  file=sys.stderr)
+            return 1
     valid = ", ".join(["train", "eval", "tools", *_PLAIN])
     print(f"Unknown command {cmd!r}. Valid commands: {valid}.\n{USAGE}", file=sys.stderr)
     return 2

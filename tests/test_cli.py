@@ -46,6 +46,21 @@ def test_unknown_command():
     assert out.returncode == 2 and "Valid commands" in out.stderr
 
 
+def test_bad_input_to_a_plain_subcommand_is_one_message_without_a_traceback(tmp_path, monkeypatch, capsys):
+    from robotrl.cli import main
+
+    missing = tmp_path / "no_run"
+    assert main(["export", f"checkpoint={missing}"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"robotrl export: FileNotFoundError: No checkpoint at '{missing}'")
+    assert "Traceback" not in err and "ROBOTRL_FULL_ERROR=1" in err
+    assert main(["rewards", "train-encoder", "bogus=1"]) == 1
+    assert "robotrl rewards: ConfigKeyError: Key 'bogus' not in 'TrainEncoderConfig'" in capsys.readouterr().err
+    monkeypatch.setenv("ROBOTRL_FULL_ERROR", "1")
+    with pytest.raises(FileNotFoundError):
+        main(["export", f"checkpoint={missing}"])
+
+
 def test_train_then_eval_writes_video_curve_metrics_and_a_pybullet_eval(tmp_path):
     """The main job's path: train, a checkpoint, then an MP4 and a learning-curve PNG (headless GL); eval with
     task overrides, and in PyBullet (engine=pybullet) with a different return from MuJoCo's."""
