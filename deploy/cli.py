@@ -14,9 +14,13 @@ from robotrl.deploy.params import RosArgs, check_known, parse_args
 
 
 def console_front(
-    argv: list[str], doc: str, node_name: str, defaults: dict[str, Any], program: str
+    argv: list[str], doc: str, node_name: str, defaults: dict[str, Any], program: str,
+    required: dict[str, str] | None = None,
 ) -> tuple[RosArgs, dict[str, Any]] | int:
-    """Shared front end of the console scripts: ``--help``, the ROS tail, known keys, logging.
+    """Shared front end of the console scripts: ``--help``, the ROS tail, known and required keys, logging.
+
+    ``required`` maps each parameter the script cannot run without to what it takes; their files
+    must exist when the value looks like a path (ends in ``.json``, ``.yaml`` or ``.onnx``).
 
     Returns:
         ``(args, params)`` to run with, or an exit code (0 after ``--help``, 2 on bad arguments).
@@ -28,12 +32,26 @@ def console_front(
     try:
         args = parse_args(argv, node_name)
         params = check_known(args.params, defaults, program)
+        check_required(params, required or {}, program)
     except ValueError as exc:
         message = str(exc) if str(exc).startswith(program) else f"{program}: {exc}"
         print(message, file=sys.stderr)
         return 2
     logging.basicConfig(level=str(params["log_level"]).upper(), format="[%(name)s] %(levelname)s %(message)s")
     return args, params
+
+
+def check_required(params: dict[str, Any], required: dict[str, str], program: str) -> None:
+    """A ``ValueError`` naming every missing ``required`` parameter, or a file one of them names that is absent."""
+    from pathlib import Path
+
+    missing = [f"{k}:=<{what}>" for k, what in required.items() if not params.get(k)]
+    if missing:
+        raise ValueError(f"{program} needs {' and '.join(missing)}.")
+    for key in required:
+        value = str(params[key])
+        if value.endswith((".json", ".yaml", ".yml", ".onnx")) and not Path(value).is_file():
+            raise ValueError(f"{program}: {key}:={value}: no such file.")
 
 
 class StopSignals:

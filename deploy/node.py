@@ -356,7 +356,8 @@ class PolicyNode:
 def main(argv: list[str] | None = None) -> int:
     """Console script ``robotrl-deploy``; see the module docstring."""
     front = console_front(sys.argv[1:] if argv is None else argv, __doc__ or "", "robotrl_deploy", DEFAULTS,
-                          "robotrl-deploy")
+                          "robotrl-deploy", required={"policy": "policy.json from robotrl export",
+                                                      "robot": "profile name or YAML"})
     if isinstance(front, int):
         return front
     args, params = front
