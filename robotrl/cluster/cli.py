@@ -101,7 +101,10 @@ def main(argv: list[str]) -> int:
     try:
         cfg, job = parse(argv[0], argv[1:])
         scenarios = scenarios_of(cfg)
-    except (KeyError, ValueError) as err:
+        check = getattr(job, "check", None)
+        if check is not None:
+            check()  # a missing checkpoint or task fails here, not in every worker
+    except (KeyError, ValueError, FileNotFoundError) as err:
         print(err, file=sys.stderr)  # noqa: T201
         return 2
     results = run_batch(job, scenarios, workers=cfg.workers, address=cfg.address or None, threads=cfg.threads,

@@ -59,6 +59,14 @@ class EvalJob:
     randomize: bool = False
     threads: int = 1
 
+    def check(self) -> None:
+        """Before any scenario runs: a ``ValueError`` without a checkpoint, ``FileNotFoundError`` if it is absent."""
+        from robotrl.storage.checkpoint import resolve
+
+        if not self.checkpoint:
+            raise ValueError("the eval job needs checkpoint=<run dir or ckpt file>")
+        resolve(self.checkpoint)
+
     def __call__(self, scenario: Scenario) -> dict[str, Any]:
         """Mean return, length, success, ... of the checkpoint in ``scenario``."""
         from robotrl.envs.task_env import TaskEnv
@@ -152,6 +160,14 @@ class CollectJob:
     camera: str = ""
     image_size: list[int] = field(default_factory=lambda: [64, 64])
     threads: int = 1
+
+    def check(self) -> None:
+        """Before any scenario runs: a ``ValueError`` without a task or with an unknown one."""
+        from robotrl.tasks import config_class
+
+        if not self.task:
+            raise ValueError("the collect job needs task=<name>")
+        config_class(self.task)
 
     def __call__(self, scenario: Scenario) -> dict[str, Any]:
         """``{"episodes": [...]}``: numpy arrays per episode (``robotrl.storage.demos`` layout)."""

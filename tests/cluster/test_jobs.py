@@ -43,6 +43,18 @@ def test_cli_rejects_unknown_job_and_argument(capsys):
         scenarios_of(parse("eval", ["range.push_vel=[0,1]"])[0])
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["eval"], "the eval job needs checkpoint=<run dir or ckpt file>"),
+    (["eval", "checkpoint=/nonexistent/run"], "No checkpoint at '/nonexistent/run'"),
+    (["collect"], "the collect job needs task=<name>"),
+    (["collect", "task=nope"], "Unknown task 'nope'. Valid tasks:"),
+])
+def test_cli_rejects_a_missing_checkpoint_or_task_before_any_scenario_runs(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "0/1" not in err  # no progress bar: nothing was scheduled
+
+
 def test_cli_eval_batch_in_process_writes_merged_json(humanoid_checkpoint, tmp_path, capsys):
     import json
 
