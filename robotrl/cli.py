@@ -78,14 +78,9 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """Errors of the plain subcommands that report bad input (a missing file or bag, an unknown config key)."""
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
 
-    errors: list[type[Exception]] = [FileNotFoundError, ConfigKeyError, ConfigAttributeError, ValidationError]
-    try:
-        from robotrl.twin.episode import BagError
-    except ImportError:  # the twin extra is not installed
-        pass
-    else:
-        errors.append(BagError)
-    return tuple(errors)
+    from robotrl.twin.episode import BagError  # core imports only (numpy, yaml): no extra needed
+
+    return (FileNotFoundError, ConfigKeyError, ConfigAttributeError, ValidationError, BagError)
 
 
 _RUN_STAMP: list[str] = []  # under torchrun: rank 0's time stamp, so that every rank uses one run dir
