@@ -5,7 +5,9 @@ any ROS 2 bag with the same topics) into an ``Episode`` on one time grid: the di
 ``/joint_states`` header stamps. Joints are mapped **by name** through the robot profile
 (``robotrl.deploy.profile``); the floating base comes from ``/odom`` (pose, body-frame
 twist) and ``/imu/data``; the command sent after state ``k`` is the last message on the
-profile's output topic logged before state ``k + 1`` arrived.
+profile's output topic logged before state ``k + 1`` arrived. A manipulation task's perception
+inputs come along when the bag has them: the object's and the goal's poses (the latest message
+at or before each state, NaN before the first) and the object's box (the last message).
 
 Malformed or partial bags raise ``BagError`` naming the topic and the problem: a topic the
 profile needs with no messages, fewer messages than ``metadata.yaml`` declares (a truncated
@@ -54,6 +56,11 @@ class Episode:
         imu_quat: ``(T, 4)`` IMU orientation (w, x, y, z), or None.
         imu_ang_vel: ``(T, 3)`` IMU angular velocity, or None.
         cmd_vel: ``(T, 2)`` velocity command (vx, yaw rate) in force at each state, or None.
+        object_pose: ``(T, 7)`` the object's pose (x, y, z, qw, qx, qy, qz) on ``topics.object_pose``
+            at each state (NaN rows before its first message), or None.
+        goal_pose: ``(T, 7)`` the goal pose on ``topics.goal_pose`` likewise, or None.
+        object_box: ``(B,)`` the last ``topics.object_box`` message (tool_use: box center (3),
+            half-extents (3), resting height), or None.
         observation: ``(K, P)`` policy observations (``<debug_prefix>/observation``), or None.
         action: ``(K, A)`` raw policy actions, or None.
         success: the episode's success flag (``/sim/episode`` or custom metadata), or None.
@@ -78,6 +85,9 @@ class Episode:
     imu_quat: np.ndarray | None = None
     imu_ang_vel: np.ndarray | None = None
     cmd_vel: np.ndarray | None = None
+    object_pose: np.ndarray | None = None
+    goal_pose: np.ndarray | None = None
+    object_box: np.ndarray | None = None
     observation: np.ndarray | None = None
     action: np.ndarray | None = None
     success: bool | None = None
@@ -104,7 +114,7 @@ class Episode:
             raise ValueError(f"steps must be in [2, {self.num_steps}], got {steps}.")
         out = Episode(**{k: getattr(self, k) for k in self.__dataclass_fields__})
         for name in ("t", "q", "dq", "tau", "base_pos", "base_quat", "base_lin_vel", "base_ang_vel", "imu_quat",
-                     "imu_ang_vel", "cmd_vel"):
+                     "imu_ang_vel", "cmd_vel", "object_pose", "goal_pose"):
             value = getattr(self, name)
             if value is not None:
                 setattr(out, name, value[:steps])
@@ -279,6 +289,28 @@ def _base(path: Path, topics: dict[str, list], profile: Any, stamps: np.ndarray)
     return out
 
 
+def _poses(path: Path, topics: dict[str, list], topic: str, stamps: np.ndarray) -> np.ndarray | None:
+    """``(T, 7)`` the latest ``PoseStamped`` on ``topic`` at or before each state; NaN rows before the first."""
+    if not topic or not topics.get(topic):
+        return None
+    tol = 0.25 * float(np.median(np.diff(stamps))) if len(stamps) > 1 else 1e-6
+    out = np.full((len(stamps), 7), np.nan)
+    for k, m in enumerate(_align(stamps, topics[topic], tol)):
+        if m is not None:
+            p, o = m.pose.position, m.pose.orientation
+            out[k] = (p.x, p.y, p.z, o.w, o.x, o.y, o.z)
+    seen = ~np.isnan(out).all(axis=1)
+    _finite(path, topic, "pose", out[seen])
+    return out
+
+
+def _last_vector(path: Path, topics: dict[str, list], topic: str) -> np.ndarray | None:
+    """The last message's ``data`` on ``topic`` (a latched array), or None."""
+    if not topic or not topics.get(topic):
+        return None
+    return _finite(path, topic, "data", np.asarray(topics[topic][-1][1].data, dtype=np.float64))
+
+
 def _cmd_vel(topics: dict[str, list], topic: str, state_logs: np.ndarray) -> np.ndarray | None:
     msgs = topics.get(topic)
     if not msgs:
@@ -354,6 +386,9 @@ def load_episode(path: str | Path, profile: Any = None) -> Episode:
         path=path, robot=profile.name, task=meta.get("task", ""), joint_names=names, t=stamps - stamps[0],
         q=q, dq=dq, tau=tau, command=command, command_held=held, **base,
         cmd_vel=_cmd_vel(topics, profile.topics.cmd_vel, logs),
+        object_pose=_poses(path, topics, profile.topics.object_pose, stamps),
+        goal_pose=_poses(path, topics, profile.topics.goal_pose, stamps),
+        object_box=_last_vector(path, topics, profile.topics.object_box),
         observation=_vectors(topics, f"{prefix}/observation"), action=_vectors(topics, f"{prefix}/action"),
         success=_success(topics, meta), metadata=meta,
     )

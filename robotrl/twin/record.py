@@ -4,8 +4,9 @@
 the policy node run it over DDS, and writes what the node records: the profile's
 ``joint_states`` (effort = the applied actuator input), ``imu`` and ``odom`` topics for a
 floating base, the command on the profile's output topic (controller joint order),
-``<debug_prefix>/observation|action``, the task's velocity command on ``cmd_vel`` and, at
-the end, ``/sim/episode`` with return, length and success. It writes through
+``<debug_prefix>/observation|action``, the task's velocity command on ``cmd_vel``, the task's
+perception inputs where its deploy hook has ``sim_inputs`` (tool_use: ``object_pose``,
+``goal_pose``, ``object_box``, as ``robotrl-sim-robot`` publishes them) and, at the end, ``/sim/episode`` with return, length and success. It writes through
 ``robotrl.deploy.recorder.EpisodeBag`` (MCAP, message definitions embedded), so the bag is
 the same kind of file the deploy path writes. Tests and benchmarks use it to make "real"
 robot bags with known physics; the end-to-end DDS path is covered in ``tests/deploy``.
@@ -17,6 +18,8 @@ A ``Physics`` perturbation stands in for a real robot whose parameters are unkno
 from __future__ import annotations
 
 import collections
+import importlib
+import importlib.util
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -110,6 +113,10 @@ class _Writer:
         self.root = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, 1) or "base"
         prefix = profile.topics.debug_prefix.rstrip("/")
         self.obs_topic, self.act_topic = f"{prefix}/observation", f"{prefix}/action"
+        # the task's perception inputs (tool_use: object and goal poses, object box), as robotrl-sim-robot publishes
+        hook = f"robotrl.tasks.{env.task.name}.robot_io"
+        io = importlib.import_module(hook) if importlib.util.find_spec(hook) is not None else None
+        self.sim_inputs = getattr(io, "sim_inputs", None)
 
     def state(self, k: int) -> int:
         m, t = self.msgs, self.profile.topics
@@ -134,6 +141,10 @@ class _Writer:
                 odom.twist.twist = m.Twist(m.Vector3(*lin.tolist()), ang)
                 self.bag.write(t.odom, odom, log_ns)
         task = self.env.task
+        if self.sim_inputs is not None:
+            for name, msg in self.sim_inputs(task, header, self.profile).items():
+                if getattr(t, name, ""):
+                    self.bag.write(getattr(t, name), msg, log_ns + 100)
         if t.cmd_vel and hasattr(task, "command"):
             vx, yaw = task.command[0].tolist()[:2]
             self.bag.write(t.cmd_vel, m.Twist(linear=m.Vector3(x=vx), angular=m.Vector3(z=yaw)), log_ns)

@@ -50,6 +50,7 @@ from robotrl.tasks.tool_use import constants as C
 from robotrl.tasks.tool_use import hand, tools
 from robotrl.tasks.tool_use import rewards as R
 from robotrl.tasks.tool_use import scenario_params as sp
+from robotrl.tasks.tool_use.bag_scenario import scenario_from_episode
 from robotrl.tasks.tool_use.config import ToolUseConfig
 from robotrl.tasks.tool_use.curriculum import GOAL_STAGE, Curriculum
 
@@ -146,6 +147,7 @@ class ToolUseTask(Task):
     eval_camera = "overview"
     cfg: ToolUseConfig
     scenario_params = sp.SCENARIO_PARAMS
+    scenario_from_episode = staticmethod(scenario_from_episode)  # the start pose, size, first goal
 
     def __init__(self, cfg: ToolUseConfig, num_envs: int, device: torch.device) -> None:
         super().__init__(cfg, num_envs, device)
