@@ -50,7 +50,7 @@ class SimConfig:
             (MuJoCo Warp on CUDA).
         num_envs: number of parallel worlds.
         nthread: CPU worker threads for ``mujoco.batch``; 0 uses every core.
-        device: torch device for ``warp`` (``cuda`` or ``cuda:N``); ignored on ``cpu``.
+        device: torch device for ``warp`` (``cuda`` or ``cuda:N``; ``cpu``: Warp's CPU device, slow); ignored on ``cpu``.
         cuda_graph: capture the Warp step in a CUDA graph.
         nconmax: Warp contact buffer size per world (0: backend default).
         njmax: Warp constraint rows per world (0: backend default).
@@ -135,7 +135,7 @@ def make_sim(model: mujoco.MjModel, cfg: SimConfig) -> BatchSim:
 
     Raises:
         ValueError: unknown backend name.
-        RuntimeError: ``warp`` asked for without CUDA.
+        RuntimeError: ``warp`` on a CUDA device asked for without CUDA.
         ImportError: ``warp`` asked for without the ``gpu`` extra installed.
 
     """
@@ -144,9 +144,12 @@ def make_sim(model: mujoco.MjModel, cfg: SimConfig) -> BatchSim:
 
         return CpuBatchSim(model, cfg)
     if cfg.backend == "warp":
-        if not torch.cuda.is_available():
+        # sim.device=cpu runs MuJoCo Warp's kernels on Warp's CPU device: slow, but the same float32
+        # physics as on a GPU (benchmarks/warp_divergence.py checks failed-world rates with it)
+        if not str(cfg.device).startswith("cpu") and not torch.cuda.is_available():
             raise RuntimeError(
-                "sim.backend=warp needs a CUDA GPU, and torch sees none. Use sim=cpu (the default) on this machine."
+                f"sim.backend=warp on sim.device={cfg.device} needs a CUDA GPU, and torch sees none. Use sim=cpu "
+                "(the default) on this machine, or sim.device=cpu to run MuJoCo Warp on its CPU device (slow)."
             )
         from robotrl.sim.mujoco_warp import WarpBatchSim
 

@@ -163,3 +163,13 @@ def test_unknown_backend_is_a_clear_error():
 def test_warp_without_cuda_says_what_to_do():
     with pytest.raises(RuntimeError, match="sim=cpu"):
         make_sim(mujoco.MjModel.from_xml_string(XML), SimConfig(backend="warp"))
+
+
+def test_warp_on_its_cpu_device_is_not_refused_for_lack_of_cuda():
+    # sim.device=cpu: MuJoCo Warp's CPU device; without the gpu extra the error names it instead
+    try:
+        sim = make_sim(mujoco.MjModel.from_xml_string(XML), SimConfig(backend="warp", num_envs=2, device="cpu"))
+    except ImportError as err:
+        assert "gpu" in str(err)
+    else:
+        assert sim.device == torch.device("cpu") and sim.step(1).numel() == 0
