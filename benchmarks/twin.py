@@ -84,7 +84,9 @@ fall in MuJoCo as soon as it does in PyBullet.
 Bag scenario (triage): 45 humanoid bags of the sim robot (5 pushes, none among them, x 3 commands
 x 3 seeds; a push every 0.3 s), the scenario ``robotrl twin triage`` reads off each one where the
 metadata is silent (``tasks/humanoid/bag_scenario.py``) against the truth: push strength and
-direction errors, pushes read where there were none, and the command error.
+direction errors, pushes read where there were none, and the command error. Then 16 tool_use bags (8
+random scenes x 2 seeds; ``tasks/tool_use/bag_scenario.py``): the tool's start pose and size and the first
+goal read off the perception topics, against the scene set up (``bag_scenario_tool_use``).
 
 Each section is merged into ``benchmarks/results/twin.json``.
 
@@ -121,7 +123,7 @@ from twin_sim2sim import (  # noqa: E402
     sim2sim_sensitivity_rows,
     sim2sim_substeps_rows,
 )
-from twin_triage import bag_scenario_rows  # noqa: E402
+from twin_triage import bag_scenario_rows, bag_scenario_tool_use_rows  # noqa: E402
 
 
 def _merge(section, value):
@@ -198,6 +200,11 @@ def main():
             print(f"{k:36s} {v:.4g}" if isinstance(v, float) else f"{k:36s} {v}")
         _merge("bag_scenario", {**summary, "bags": rows,
                                 "command": "flock /tmp/robotrl-cpu.lock python benchmarks/twin.py bag_scenario"})
+        summary, rows = bag_scenario_tool_use_rows()
+        for k, v in summary.items():
+            print(f"{k:36s} {v:.4g}" if isinstance(v, float) else f"{k:36s} {v}")
+        _merge("bag_scenario_tool_use", {**summary, "bags": rows, "command": "flock /tmp/robotrl-cpu.lock python "
+                                                                             "benchmarks/twin.py bag_scenario"})
     if mode in ("planted", "all"):
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
         budgets = dict(PLANT_BUDGETS)

@@ -60,3 +60,44 @@ def bag_scenario_rows(seeds=(0, 1, 2)):
                                                      if r["true_push_vel"] is None),
                "command_error_max": max(commanded), "push_interval_s": PUSH_INTERVAL_S}
     return summary, rows
+
+
+TOOL_USE_READ = ("spawn_x", "spawn_y", "spawn_yaw", "tool_size", "goal_x", "goal_y", "goal_z", "goal_yaw")
+
+
+def bag_scenario_tool_use_rows(scenes: int = 8, seeds=(0, 1)):
+    """tool_use bags of the sim robot under random scenes: what the bag gives back against the scene set up.
+
+    Each scene draws every parameter ``ToolUseTask.scenario_from_episode`` reads uniformly from its
+    ``SCENARIO_PARAMS`` range; the robot holds still for 6 control steps (the start pose and the
+    first goal are all the reader uses). ``tool_size`` is compared with the size asked for, so its
+    error includes the gap to the pool's nearest tool.
+    """
+    from robotrl.deploy.profile import load_profile
+    from robotrl.tasks.tool_use.bag_scenario import scenario_from_episode
+    from robotrl.tasks.tool_use.scenario_params import SCENARIO_PARAMS
+
+    from robotrl.twin.episode import load_episode
+    from robotrl.twin.record import record_episode
+
+    ranges = {p.name: (p.low, p.high) for p in SCENARIO_PARAMS if p.name in TOOL_USE_READ}
+    rng = np.random.default_rng(0)
+    profile, out, rows = load_profile("tool_use_sim"), tempfile.mkdtemp(prefix="bag_scenario_tool_use_"), []
+    for scene in range(scenes):
+        truth = {name: float(rng.uniform(lo, hi)) for name, (lo, hi) in ranges.items()}
+        for seed in seeds:
+            bag = record_episode("tool_use", out, lambda obs, k: torch.zeros(1, 23), 6, profile=profile, seed=seed,
+                                 scenario=truth, name=f"bag_{len(rows):03d}")
+            got = scenario_from_episode(load_episode(bag))
+            row = {"scene": scene, "seed": seed, "missing": sorted(set(TOOL_USE_READ) - set(got))}
+            for name in TOOL_USE_READ:
+                if name in got:
+                    err = got[name] - truth[name]
+                    row[f"{name}_error"] = abs((err + math.pi) % (2 * math.pi) - math.pi) if "yaw" in name else abs(err)
+            rows.append(row)
+    summary = {"tool_use_bags": len(rows), "tool_use_bags_missing_a_value": sum(bool(r["missing"]) for r in rows)}
+    for name in TOOL_USE_READ:
+        errs = [r[f"{name}_error"] for r in rows if f"{name}_error" in r]
+        summary[f"tool_use_{name}_error_max"] = max(errs)
+        summary[f"tool_use_{name}_error_mean"] = float(np.mean(errs))
+    return summary, rows
