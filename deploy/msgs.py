@@ -18,7 +18,8 @@ Annotations here are evaluated at class creation (no ``from __future__ import
 annotations``): cyclonedds resolves the IDL field types from them.
 """
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 try:
@@ -424,6 +425,19 @@ def duration(seconds: float) -> Duration:
 def to_seconds(time: Time) -> float:
     """Float seconds of a ``Time`` or ``Duration``."""
     return time.sec + time.nanosec * 1e-9
+
+
+def route_path(header: Header, center: "Sequence[Sequence[float]]", heading: "Sequence[float]",
+               half_width: "Sequence[float]") -> Path:
+    """The route a driving policy follows as a ``nav_msgs/Path`` (``/robotrl/route``).
+
+    One pose per centreline point ``(M, 2)``: position x, y = the point, position.z = the road
+    half-width there (m), yaw = the heading (rad); ``deploy.observation.Route.from_path`` reads it back.
+    """
+    poses = [PoseStamped(header=header, pose=Pose(Point(float(x), float(y), float(w)), Quaternion(
+        x=0.0, y=0.0, z=math.sin(0.5 * float(h)), w=math.cos(0.5 * float(h)))))
+        for (x, y), h, w in zip(center, heading, half_width, strict=True)]
+    return Path(header=header, poses=poses)
 
 
 def lookup(ros_type: str) -> type:

@@ -266,13 +266,9 @@ class SimRobot:
         if key == self._route_key:
             return
         self._route_key = key
-        header = msgs.Header(stamp=self._stamp, frame_id="odom")
-        poses = [msgs.PoseStamped(header=header, pose=msgs.Pose(
-            msgs.Point(float(x), float(y), float(w)),
-            msgs.Quaternion(x=0.0, y=0.0, z=float(np.sin(0.5 * h)), w=float(np.cos(0.5 * h)))))
-            for (x, y), h, w in zip(center, heading, half_width, strict=True)]
-        self.pub_route.publish(msgs.Path(header=header, poses=poses))
-        log.info("route %s published (%d points)", key, len(poses))
+        self.pub_route.publish(msgs.route_path(msgs.Header(stamp=self._stamp, frame_id="odom"), center, heading,
+                                               half_width))
+        log.info("route %s published (%d points)", key, len(center))
 
     def _now_stamp(self) -> msgs.Time:
         """Simulation time (``use_sim_time``, from 0, also on ``/clock``) or wall-clock time."""

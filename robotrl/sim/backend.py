@@ -50,7 +50,8 @@ class SimConfig:
             (MuJoCo Warp on CUDA).
         num_envs: number of parallel worlds.
         nthread: CPU worker threads for ``mujoco.batch``; 0 uses every core.
-        device: torch device for ``warp`` (``cuda`` or ``cuda:N``; ``cpu``: Warp's CPU device, slow); ignored on ``cpu``.
+        device: torch device for ``warp`` (``cuda``, ``cuda:N``, or ``cpu``: Warp's CPU device, slow);
+            ignored on ``cpu``.
         cuda_graph: capture the Warp step in a CUDA graph.
         nconmax: Warp contact buffer size per world (0: backend default).
         njmax: Warp constraint rows per world (0: backend default).

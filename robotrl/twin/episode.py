@@ -7,7 +7,8 @@ any ROS 2 bag with the same topics) into an ``Episode`` on one time grid: the di
 twist) and ``/imu/data``; the command sent after state ``k`` is the last message on the
 profile's output topic logged before state ``k + 1`` arrived. A manipulation task's perception
 inputs come along when the bag has them: the object's and the goal's poses (the latest message
-at or before each state, NaN before the first) and the object's box (the last message).
+at or before each state, NaN before the first), the object's box (the last message) and a
+driving route (the first message).
 
 Malformed or partial bags raise ``BagError`` naming the topic and the problem: a topic the
 profile needs with no messages, fewer messages than ``metadata.yaml`` declares (a truncated
@@ -19,6 +20,7 @@ is silently cut short.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,8 @@ class Episode:
         goal_pose: ``(T, 7)`` the goal pose on ``topics.goal_pose`` likewise, or None.
         object_box: ``(B,)`` the last ``topics.object_box`` message (tool_use: box center (3),
             half-extents (3), resting height), or None.
+        route: ``(M, 4)`` the first ``topics.route`` message (driving; ``nav_msgs/Path``): per
+            centreline point x, y, heading (rad) and road half-width (m), or None.
         observation: ``(K, P)`` policy observations (``<debug_prefix>/observation``), or None.
         action: ``(K, A)`` raw policy actions, or None.
         success: the episode's success flag (``/sim/episode`` or custom metadata), or None.
@@ -88,6 +92,7 @@ class Episode:
     object_pose: np.ndarray | None = None
     goal_pose: np.ndarray | None = None
     object_box: np.ndarray | None = None
+    route: np.ndarray | None = None
     observation: np.ndarray | None = None
     action: np.ndarray | None = None
     success: bool | None = None
@@ -311,6 +316,17 @@ def _last_vector(path: Path, topics: dict[str, list], topic: str) -> np.ndarray 
     return _finite(path, topic, "data", np.asarray(topics[topic][-1][1].data, dtype=np.float64))
 
 
+def _route(path: Path, topics: dict[str, list], topic: str) -> np.ndarray | None:
+    """``(M, 4)`` x, y, heading, half-width of the first route message on ``topic`` (latched), or None."""
+    if not topic or not topics.get(topic):
+        return None
+    rows = []
+    for stamped in topics[topic][0][1].poses:
+        p, o = stamped.pose.position, stamped.pose.orientation
+        rows.append((p.x, p.y, math.atan2(2 * (o.w * o.z + o.x * o.y), 1 - 2 * (o.y * o.y + o.z * o.z)), p.z))
+    return _finite(path, topic, "route point", np.asarray(rows, dtype=np.float64).reshape(-1, 4))
+
+
 def _cmd_vel(topics: dict[str, list], topic: str, state_logs: np.ndarray) -> np.ndarray | None:
     msgs = topics.get(topic)
     if not msgs:
@@ -389,6 +405,7 @@ def load_episode(path: str | Path, profile: Any = None) -> Episode:
         object_pose=_poses(path, topics, profile.topics.object_pose, stamps),
         goal_pose=_poses(path, topics, profile.topics.goal_pose, stamps),
         object_box=_last_vector(path, topics, profile.topics.object_box),
+        route=_route(path, topics, profile.topics.route),
         observation=_vectors(topics, f"{prefix}/observation"), action=_vectors(topics, f"{prefix}/action"),
         success=_success(topics, meta), metadata=meta,
     )

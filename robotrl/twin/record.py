@@ -6,7 +6,8 @@ the policy node run it over DDS, and writes what the node records: the profile's
 floating base, the command on the profile's output topic (controller joint order),
 ``<debug_prefix>/observation|action``, the task's velocity command on ``cmd_vel``, the task's
 perception inputs where its deploy hook has ``sim_inputs`` (tool_use: ``object_pose``,
-``goal_pose``, ``object_box``, as ``robotrl-sim-robot`` publishes them) and, at the end, ``/sim/episode`` with return, length and success. It writes through
+``goal_pose``, ``object_box``), as ``robotrl-sim-robot`` publishes them, and, at the end,
+``/sim/episode`` with return, length and success. It writes through
 ``robotrl.deploy.recorder.EpisodeBag`` (MCAP, message definitions embedded), so the bag is
 the same kind of file the deploy path writes. Tests and benchmarks use it to make "real"
 robot bags with known physics; the end-to-end DDS path is covered in ``tests/deploy``.

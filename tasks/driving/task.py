@@ -38,6 +38,7 @@ from robotrl.tasks.driving import constants as C
 from robotrl.tasks.driving import observation as O
 from robotrl.tasks.driving import scenario
 from robotrl.tasks.driving import scenario_params as sp
+from robotrl.tasks.driving.bag_scenario import scenario_from_episode
 from robotrl.tasks.driving.car import ackermann_angles
 from robotrl.tasks.driving.config import DrivingConfig
 from robotrl.tasks.driving.rewards import carl_factors, time_to_collision
@@ -60,6 +61,7 @@ class DrivingTask(Task):
     eval_camera = "chase"
     cfg: DrivingConfig
     scenario_params = sp.SCENARIO_PARAMS
+    scenario_from_episode = staticmethod(scenario_from_episode)  # the route's sharpest turn and width
 
     # --- model -----------------------------------------------------------------------
     def build_model(self) -> mujoco.MjModel:
