@@ -437,7 +437,7 @@ def route_path(header: Header, center: "Sequence[Sequence[float]]", heading: "Se
     poses = [PoseStamped(header=header, pose=Pose(Point(float(x), float(y), float(w)), Quaternion(
         x=0.0, y=0.0, z=math.sin(0.5 * float(h)), w=math.cos(0.5 * float(h)))))
         for (x, y), h, w in zip(center, heading, half_width, strict=True)]
-    return Path(header=header, poses=poses)
+    return Path(header=header, poses=poses)  # type: ignore[arg-type]  # t.sequence is a list at run time
 
 
 def lookup(ros_type: str) -> type:
