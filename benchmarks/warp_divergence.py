@@ -4,6 +4,7 @@
     python benchmarks/warp_divergence.py                         # tool_use_gpu, 64 worlds, Warp's CPU device
     python benchmarks/warp_divergence.py --device cuda --worlds 4096
     python benchmarks/warp_divergence.py --task humanoid_gpu --override task.push_interval_s=0
+    python benchmarks/warp_divergence.py --geom-solref 0.04     # softer contacts (every geom's solref time constant)
 
 The composed ``task=<task> sim.num_envs=<worlds>`` config is built once; each backend gets it, with
 only ``sim.backend``/``sim.device`` changed, the same env seed and the same action sequence:
@@ -35,6 +36,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import compose_train, save, table  # noqa: E402
 
 log = logging.getLogger("benchmarks.warp_divergence")
+
+
+def soften_contacts(timeconst: float) -> None:
+    """Give every geom of the next models built the contact time constant ``timeconst`` (s), on both backends."""
+    import robotrl.envs.task_env as task_env
+
+    build = task_env.make_sim
+
+    def make_sim(model: Any, cfg: Any) -> Any:
+        model.geom_solref[:, 0] = timeconst
+        return build(model, cfg)
+
+    task_env.make_sim = make_sim  # type: ignore[assignment]
 
 
 def rollout(cfg: Any, sim_cfg: Any, mode: str, steps: int, seed: int) -> dict[str, Any]:
@@ -78,13 +92,19 @@ def main() -> None:
     ap.add_argument("--modes", nargs="+", default=["zero", "random"], choices=["zero", "random"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--override", nargs="*", default=[], help="Hydra overrides for the composed config")
+    ap.add_argument("--geom-solref", type=float, default=0.0, help="contact time constant (s) for every geom of "
+                    "both backends' models (0: the task's own, MuJoCo's 0.02 default)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("robotrl.envs.task_env").setLevel(logging.ERROR)  # one warning per failed step otherwise
     cfg, _, _ = compose_train([f"task={args.task}", f"sim.num_envs={args.worlds}", *args.override])
+    tag = args.task
+    if args.geom_solref:
+        soften_contacts(args.geom_solref)
+        tag = f"{args.task}_solref{args.geom_solref:g}"
     backends = {"mujoco_batch": replace(cfg.sim, backend="cpu"),
                 "warp": replace(cfg.sim, backend="warp", device=args.device)}
-    fig: dict[str, Any] = {f"{args.task}_{k}": v for k, v in (("worlds", args.worlds), ("steps", args.steps),
+    fig: dict[str, Any] = {f"{tag}_{k}": v for k, v in (("worlds", args.worlds), ("steps", args.steps),
                                                                ("warp_device", args.device), ("seed", args.seed),
                                                                ("overrides", " ".join(args.override)))}
     rows = []
@@ -92,10 +112,10 @@ def main() -> None:
         for name, sim_cfg in backends.items():
             res = rollout(cfg, sim_cfg, mode, args.steps, args.seed)
             for key, value in res.items():
-                fig[f"{args.task}_{mode}_{name}_{key}"] = value
+                fig[f"{tag}_{mode}_{name}_{key}"] = value
             rows.append((f"{mode} actions, {name}", f"{res['failed']} failed ({res['per_world_step']:.4%} of "
                          f"world-steps) in {res['wall_s']:.1f} s; {res['worst_joints'] or '-'}"))
-    log.info("\n%s", table(rows, f"failed worlds: {args.task}, {args.worlds} worlds x {args.steps} steps"))
+    log.info("\n%s", table(rows, f"failed worlds: {tag}, {args.worlds} worlds x {args.steps} steps"))
     path = save("warp_divergence", fig, merge=True)
     log.info("saved %s", path)
 
