@@ -2,6 +2,7 @@
 
     pip install 'robotrl[gpu]'                                   # MuJoCo Warp (runs on its CPU device too)
     python benchmarks/warp_divergence.py                         # tool_use_gpu, 64 worlds, Warp's CPU device
+    python benchmarks/warp_divergence.py --override task.integrator=implicitfast
     python benchmarks/warp_divergence.py --device cuda --worlds 4096
     python benchmarks/warp_divergence.py --task humanoid_gpu --override task.push_interval_s=0
     python benchmarks/warp_divergence.py --geom-solref 0.04     # softer contacts (every geom's solref time constant)
@@ -15,6 +16,8 @@ Warp the table also names the joints whose velocity was largest when a world fai
 
 Why: the H200 run of ``tool_use_gpu`` reset about 100 of 24,576 worlds per step for diverged
 physics (gpu.json ``gpu_h200_tool_use_note``); this script reproduces such rates without a GPU.
+Keys start with the task, worlds x steps and the overrides' last names
+(``tool_use_gpu_64x200_integrator-implicitfast_...``).
 Results: ``benchmarks/results/warp_divergence.json``.
 """
 
@@ -98,10 +101,11 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("robotrl.envs.task_env").setLevel(logging.ERROR)  # one warning per failed step otherwise
     cfg, _, _ = compose_train([f"task={args.task}", f"sim.num_envs={args.worlds}", *args.override])
-    tag = args.task
+    tag = "_".join([args.task, f"{args.worlds}x{args.steps}",
+                    *(o.split(".")[-1].replace("=", "-") for o in args.override)])
     if args.geom_solref:
         soften_contacts(args.geom_solref)
-        tag = f"{args.task}_solref{args.geom_solref:g}"
+        tag = f"{tag}_solref{args.geom_solref:g}"
     backends = {"mujoco_batch": replace(cfg.sim, backend="cpu"),
                 "warp": replace(cfg.sim, backend="warp", device=args.device)}
     fig: dict[str, Any] = {f"{tag}_{k}": v for k, v in (("worlds", args.worlds), ("steps", args.steps),

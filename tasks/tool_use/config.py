@@ -80,6 +80,9 @@ class ToolUseConfig(TaskConfig):
         object_delay_max: per-world delay of the observed tool pose, 0..max control steps.
         obs_delay_max: per-world delay of the whole policy observation, 0..max control steps.
         solver_iterations: Newton iterations.
+        integrator: ``implicitfast`` (the CPU recipe) or ``euler`` (implicit joint damping only). On
+            MuJoCo Warp's float32 kernels implicitfast blew up 0.3-0.5% of world-steps, euler none
+            (``benchmarks/warp_divergence.py``); the GPU recipe uses euler.
 
     """
 
@@ -129,6 +132,7 @@ class ToolUseConfig(TaskConfig):
     object_delay_max: int = 3
     obs_delay_max: int = 3
     solver_iterations: int = 10
+    integrator: str = "implicitfast"
 
 
 CONFIG = ToolUseConfig

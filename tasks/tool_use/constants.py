@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 import os
 
+import mujoco
+
 # --- collision classes: hand <-> tool, hand <-> table, tool <-> table; no hand self-collision.
 HAND_CONTYPE, HAND_CONAFFINITY = 1, 0
 TOOL_CONTYPE, TOOL_CONAFFINITY = 2, 1
@@ -86,3 +88,13 @@ def kuka_urdf_path() -> str:
     if not os.path.exists(path):
         raise FileNotFoundError(f"pybullet_data is installed but has no KUKA model at {path}.")
     return path
+
+
+INTEGRATORS = {"implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST, "euler": mujoco.mjtIntegrator.mjINT_EULER}
+
+
+def integrator(name: str) -> mujoco.mjtIntegrator:
+    """MuJoCo's integrator for ``task.integrator`` (see ``ToolUseConfig``)."""
+    if name not in INTEGRATORS:
+        raise ValueError(f"task.integrator={name!r} is not supported; valid: {', '.join(INTEGRATORS)}.")
+    return INTEGRATORS[name]

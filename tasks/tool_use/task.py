@@ -116,7 +116,7 @@ def build_scene(cfg: ToolUseConfig, tool: tools.ToolSpec) -> mujoco.MjSpec:
     opt = spec.option
     opt.timestep = C.TIMESTEP
     opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
-    opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    opt.integrator = C.integrator(cfg.integrator)
     opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
     opt.iterations = cfg.solver_iterations
     opt.ls_iterations = 10
