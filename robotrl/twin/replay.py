@@ -12,8 +12,10 @@ the twin task's own reset state (its seed).
   tool, keep their twin state).
 * ``closed_loop(policy)``: the (exported) policy acts on the twin's own observations from the
   recorded initial state; the task's velocity command follows the recorded ``cmd_vel``, and
-  scenario parameters the bag's metadata holds (``scenario.<name>``, see ``record_episode``)
-  are applied to the twin's world. ``success`` is the task's success at the episode's end.
+  the episode's scenario is applied to the twin's world: the bag's metadata (``scenario.<name>``,
+  see ``record_episode``), else what the task reads off the recording
+  (``Task.scenario_from_episode``: a humanoid's push, a tool's start pose and the goal).
+  ``success`` is the task's success at the episode's end.
 
 Commands are actuator inputs (what the robot applied, in the profile's joint order) written
 to ``ctrl`` of the actuator of each joint, held for ``frame_skip`` physics steps; a
@@ -72,16 +74,34 @@ def episode_scene(task: str, episode: Episode, overrides: dict[str, Any] | None 
                   ) -> tuple[Any, np.ndarray, np.ndarray]:
     """``(model, qpos (nq,), qvel (nv,))`` of the world an episode was recorded in (nominal physics).
 
-    Rebuilt as ``record_episode`` builds it: the task with the bag's ``seed`` and its
-    ``scenario.<name>`` values applied to world 0.
+    Rebuilt as ``record_episode`` builds it: the task with the bag's ``seed`` and its scenario
+    (``episode_scenario``: the ``scenario.<name>`` metadata, then what the bag shows) applied to world 0.
     """
     env = make_task_env(task, overrides, seed=int(episode.metadata.get("seed", 0)))
-    scenario = scenario_values(episode)
+    scenario = episode_scenario(task, episode)[0]
     if scenario:
         values = {k: torch.tensor([v]) for k, v in scenario.items()}
         env.task.apply_scenario(torch.tensor([0]), values, env.gen)
     model, _ = env.sim.get_world(0)
     return model, env.sim.bind("qpos")[0].numpy().copy(), env.sim.bind("qvel")[0].numpy().copy()
+
+
+def episode_scenario(task: str, episode: Episode) -> tuple[dict[str, float], dict[str, str]]:
+    """The scenario of a recorded episode and each value's source: ``({name: value}, {name: source})``.
+
+    The bag's metadata (``scenario.<name>``, source ``metadata``) takes precedence over what the
+    task reads off the recorded signals (``Task.scenario_from_episode``, source ``bag``).
+    """
+    from robotrl.tasks import task_class
+
+    measured = task_class(task).scenario_from_episode(episode)
+    written = scenario_values(episode)
+    scenario = {**measured, **written}
+    source = {name: "metadata" if name in written else "bag" for name in scenario}
+    if measured:
+        log.info("%s: scenario read off the bag: %s", episode.path.name,
+                 ", ".join(f"{k}={v:.3g}" for k, v in measured.items() if k not in written) or "(all in metadata)")
+    return scenario, source
 
 
 def scenario_values(episode: Episode) -> dict[str, float]:
@@ -124,7 +144,7 @@ class Twin:
         self.E, self.C = len(episodes), len(self.candidates)
         self.W = self.E * self.C
         self.env = make_task_env(task, overrides, num_envs=self.W, seed=seed, nthread=nthread)
-        self.sim, self.task = self.env.sim, self.env.task
+        self.sim, self.task, self.task_name = self.env.sim, self.env.task, task
         model = self.sim.model
         jid = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in names]
         missing = [n for n, j in zip(names, jid, strict=True) if j < 0]
@@ -306,7 +326,7 @@ class Twin:
         def recorded_reset(rid: torch.Tensor, _qpos: Any = None, _qvel: Any = None) -> None:
             original(rid, qpos[rid], qvel[rid])
 
-        scenarios = [scenario_values(self.episodes[e]) for e in self.episode_of[ids.numpy()]]
+        scenarios = [episode_scenario(self.task_name, self.episodes[e])[0] for e in self.episode_of[ids.numpy()]]
         names = sorted({n for s in scenarios for n in s})
 
         def recorded_scenarios(rid: torch.Tensor, _gen: torch.Generator) -> tuple[torch.Tensor, dict]:

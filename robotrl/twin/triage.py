@@ -33,7 +33,7 @@ import numpy as np
 from robotrl.twin.episode import Episode
 from robotrl.twin.metrics import divergence_time
 from robotrl.twin.physics import Physics
-from robotrl.twin.replay import PolicyFn, Twin, scenario_values
+from robotrl.twin.replay import PolicyFn, Twin, episode_scenario
 from robotrl.twin.scenarios import Region, ScenarioFile, check_values
 
 log = logging.getLogger(__name__)
@@ -112,24 +112,6 @@ def triage(task: str, episodes: list[Episode], policy: PolicyFn, physics: Physic
                                 divergence_time_s=float(divergence_time(roll.q[w, :n], ep.q[:n], ep.dt, eps, m)),
                                 scenario=scenario, scenario_source=source))
     return out
-
-
-def episode_scenario(task: str, episode: Episode) -> tuple[dict[str, float], dict[str, str]]:
-    """The scenario of a recorded episode and each value's source: ``({name: value}, {name: source})``.
-
-    The bag's metadata (``scenario.<name>``, source ``metadata``) takes precedence over what the
-    task reads off the recorded signals (``Task.scenario_from_episode``, source ``bag``).
-    """
-    from robotrl.tasks import task_class
-
-    measured = task_class(task).scenario_from_episode(episode)
-    written = scenario_values(episode)
-    scenario = {**measured, **written}
-    source = {name: "metadata" if name in written else "bag" for name in scenario}
-    if measured:
-        log.info("%s: scenario read off the bag: %s", episode.path.name,
-                 ", ".join(f"{k}={v:.3g}" for k, v in measured.items() if k not in written) or "(all in metadata)")
-    return scenario, source
 
 
 def weakness_scenarios(task: str, results: list[TriageResult], width: float = 0.02) -> ScenarioFile | None:

@@ -53,7 +53,10 @@ def test_triage_separates_policy_weakness_from_dynamics_gap(tmp_path, humanoid_p
     assert gap.is_symlink() and (gap / "metadata.yaml").is_file() and gap.parent in written
 
 
-def test_closed_loop_applies_the_bags_scenario(tmp_path, humanoid_profile, policies):
+def test_closed_loop_applies_the_bags_scenario_from_metadata_or_read_off_the_bag(tmp_path, humanoid_profile, policies,
+                                                                                 monkeypatch):
+    from robotrl.tasks.humanoid.task import HumanoidTask
+
     from robotrl.twin.record import record_episode
     from robotrl.twin.replay import Twin
 
@@ -65,9 +68,15 @@ def test_closed_loop_applies_the_bags_scenario(tmp_path, humanoid_profile, polic
     roll = Twin("humanoid", [ep], overrides=pushes, nthread=1).closed_loop(numpy_policy)
     n = int(roll.length[0])
     assert n > 8 and np.abs(roll.q[0, :n] - ep.q[:n]).max() < 1e-6
+    # a bag without scenario metadata (a real robot's): the twin replays the push it reads off the bag
     ep.metadata = {k: v for k, v in ep.metadata.items() if not k.startswith("scenario.")}
+    read = Twin("humanoid", [ep], overrides=pushes, nthread=1).closed_loop(numpy_policy)
+    read_err = np.abs(read.q[0, :n] - ep.q[:n]).max()
+    # and without that reading (the task measures nothing), no push: the replay leaves the bag
+    monkeypatch.setattr(HumanoidTask, "scenario_from_episode", staticmethod(lambda episode: {}))
     unpushed = Twin("humanoid", [ep], overrides=pushes, nthread=1).closed_loop(numpy_policy)
-    assert np.abs(unpushed.q[0, :n] - ep.q[:n]).max() > 1e-3
+    unpushed_err = np.abs(unpushed.q[0, :n] - ep.q[:n]).max()
+    assert unpushed_err > 1e-3 and read_err < 0.1 * unpushed_err
 
 
 def test_weakness_file_clips_out_of_range_scenarios_and_rejects_unknown_names():
