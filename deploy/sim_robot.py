@@ -50,8 +50,6 @@ YAML; empty: the task's own draws).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import logging
 import os
@@ -89,7 +87,7 @@ class SimRobot:
     def __init__(self, params: dict[str, Any]) -> None:
         import mujoco
         import torch
-        from robotrl.tasks import config_class
+        from robotrl.tasks import config_class, robot_io
 
         from robotrl.envs.task_env import TaskEnv
         from robotrl.sim.backend import SimConfig
@@ -130,14 +128,13 @@ class SimRobot:
         self.task, self.torch = self.env.task, torch
         model = self.env.sim.model
         self.joints = self.task.joint_names
-        hook = f"robotrl.tasks.{name}.robot_io"
-        self.hook = importlib.import_module(hook) if importlib.util.find_spec(hook) is not None else None
+        self.hook = robot_io(name)
         if not self._has_hook("sim_joint_state"):
             jid = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in self.joints]
             missing = [j for j, i in zip(self.joints, jid, strict=True) if i < 0]
             if missing:
                 raise ValueError(f"task {name!r}: joints {missing} are not MJCF joints; give its deploy hook "
-                                 f"({hook}) a sim_joint_state(task).")
+                                 "(robot_io.py in the task's folder) a sim_joint_state(task).")
             self.qadr = np.asarray([model.jnt_qposadr[j] for j in jid])
             self.vadr = np.asarray([model.jnt_dofadr[j] for j in jid])
         self.floating = int(model.jnt_type[0]) == int(mujoco.mjtJoint.mjJNT_FREE)

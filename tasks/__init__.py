@@ -44,6 +44,22 @@ def task_class(name: str) -> type[Task]:
     return importlib.import_module(_REGISTRY[name] + ".task").TASK
 
 
+def robot_io(name: str) -> Any:
+    """The deploy hook module of task ``name`` (``<task module>.robot_io``), or None if it has none.
+
+    ``robotrl export``, ``robotrl-sim-robot`` and the twin recorder read a task's observation
+    terms, sim inputs and scan/route from it.
+
+    Raises:
+        KeyError: ``name`` is not a registered task (with the list of valid names).
+
+    """
+    if name not in _REGISTRY:
+        raise KeyError(f"Unknown task {name!r}. Valid tasks: {', '.join(available())}.")
+    module = f"{_REGISTRY[name]}.robot_io"
+    return importlib.import_module(module) if importlib.util.find_spec(module) is not None else None
+
+
 def config_class(name: str) -> type[TaskConfig]:
     """The typed config dataclass of task ``name`` (``tasks/<name>/config.py``)."""
     if name not in _REGISTRY or name not in available():
@@ -71,4 +87,4 @@ def task_config_from_meta(meta: dict[str, Any], **overrides: Any) -> TaskConfig:
     return OmegaConf.to_object(OmegaConf.merge(base, overrides))  # type-checked against the schema
 
 
-__all__ = ["Task", "TaskConfig", "available", "config_class", "task_class", "task_config_from_meta"]
+__all__ = ["Task", "TaskConfig", "available", "config_class", "robot_io", "task_class", "task_config_from_meta"]

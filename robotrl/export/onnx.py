@@ -9,8 +9,6 @@ normalizer's clip) and compared with torch; an export that differs by more than
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import json
 import logging
@@ -46,23 +44,22 @@ def code_version() -> str:
 
 def _task_model_info(meta: dict[str, Any]) -> tuple[list | None, list | None, dict | None]:
     """Observation terms and kinematic tree from the task's deploy hook, and the actuated joints' ranges."""
-    from robotrl.tasks import task_class, task_config_from_meta
+    from robotrl.tasks import robot_io, task_class, task_config_from_meta
 
     name = meta["task"]["name"]
     task = task_class(name)(task_config_from_meta(meta), 1, torch.device("cpu"))
     model = task.build_model()
     terms = kinematics = None
-    hook = f"robotrl.tasks.{name}.robot_io"
-    if importlib.util.find_spec(hook) is not None:
-        module = importlib.import_module(hook)
+    module = robot_io(name)
+    if module is not None:
         obs_terms = module.obs_terms
         # hooks whose terms depend on task settings the model does not carry take the config too
         terms = obs_terms(model, task.cfg) if len(inspect.signature(obs_terms).parameters) > 1 else obs_terms(model)
         if hasattr(module, "kinematics"):  # forward kinematics the robot side needs (robotrl.deploy.kinematics)
             kinematics = module.kinematics(model, task.cfg)
     else:
-        log.warning("task %r has no deploy hook (%s.obs_terms); the spec carries no obs_terms, so "
-                    "robotrl-deploy cannot rebuild its observation from topics", name, hook)
+        log.warning("task %r has no deploy hook (robot_io.py with obs_terms in the task's folder); the spec carries "
+                    "no obs_terms, so robotrl-deploy cannot rebuild its observation from topics", name)
     ranges = []
     import mujoco
 

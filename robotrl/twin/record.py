@@ -19,8 +19,6 @@ A ``Physics`` perturbation stands in for a real robot whose parameters are unkno
 from __future__ import annotations
 
 import collections
-import importlib
-import importlib.util
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -102,6 +100,7 @@ class _Writer:
         import mujoco
 
         from robotrl.deploy import msgs
+        from robotrl.tasks import robot_io
 
         self.msgs, self.env, self.profile, self.bag, self.period = msgs, env, profile, bag, period
         model = env.sim.model
@@ -115,9 +114,7 @@ class _Writer:
         prefix = profile.topics.debug_prefix.rstrip("/")
         self.obs_topic, self.act_topic = f"{prefix}/observation", f"{prefix}/action"
         # the task's perception inputs (tool_use: object and goal poses, object box), as robotrl-sim-robot publishes
-        hook = f"robotrl.tasks.{env.task.name}.robot_io"
-        io = importlib.import_module(hook) if importlib.util.find_spec(hook) is not None else None
-        self.sim_inputs = getattr(io, "sim_inputs", None)
+        self.sim_inputs = getattr(robot_io(env.task.name), "sim_inputs", None)
 
     def state(self, k: int) -> int:
         m, t = self.msgs, self.profile.topics
