@@ -20,7 +20,6 @@ is silently cut short.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -320,11 +319,13 @@ def _route(path: Path, topics: dict[str, list], topic: str) -> np.ndarray | None
     """``(M, 4)`` x, y, heading, half-width of the first route message on ``topic`` (latched), or None."""
     if not topic or not topics.get(topic):
         return None
-    rows = []
-    for stamped in topics[topic][0][1].poses:
-        p, o = stamped.pose.position, stamped.pose.orientation
-        rows.append((p.x, p.y, math.atan2(2 * (o.w * o.z + o.x * o.y), 1 - 2 * (o.y * o.y + o.z * o.z)), p.z))
-    return _finite(path, topic, "route point", np.asarray(rows, dtype=np.float64).reshape(-1, 4))
+    from robotrl.deploy.observation import Route
+
+    try:
+        route = Route.from_path(topics[topic][0][1])  # the deploy node's own reading of the message
+    except ValueError as err:
+        raise BagError(f"{path}: topic {topic}: {err}") from err
+    return np.column_stack([route.center, route.heading, route.half_width])
 
 
 def _cmd_vel(topics: dict[str, list], topic: str, state_logs: np.ndarray) -> np.ndarray | None:

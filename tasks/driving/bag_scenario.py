@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def route_max_curvature(center: np.ndarray, heading: np.ndarray) -> float:
     """Largest ``|d heading / d s|`` (1/m) of a closed route: ``center`` ``(M, 2)``, ``heading`` ``(M,)`` rad."""
-    turn = np.angle(np.exp(1j * (np.roll(heading, -1) - np.roll(heading, 1))))  # wrapped to (-pi, pi]
+    turn = (np.roll(heading, -1) - np.roll(heading, 1) + np.pi) % (2 * np.pi) - np.pi  # as route.wrap_angle
     chords = np.linalg.norm(np.roll(center, -1, axis=0) - np.roll(center, 1, axis=0), axis=1)
     return float(np.max(np.abs(turn) / np.maximum(chords, 1e-9)))
 
