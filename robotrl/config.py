@@ -49,6 +49,9 @@ class TrainConfig:
             step), when the simulator is idle (0: every CPU this process may use, shared among the
             node's torchrun ranks). On 2 cores the tool_use PPO update took 0.18 s with 2 threads
             against 0.31 s with 1.
+        cuda_matmul: float32 matmul precision of the policy and its updates when they run on a CUDA
+            device: ``tf32`` (TensorFloat-32 tensor cores, torch's ``high``) or ``fp32`` (torch's
+            ``highest``, its default). Ignored on the CPU.
         save_replay: off-policy runs also write their replay buffer with each checkpoint (one
             file, the newest only), so that a resumed run does not start from an empty buffer.
         replay_save_max_gb: ... unless the buffer is larger than this (then a warning says so).
@@ -74,6 +77,7 @@ class TrainConfig:
     eval_at_end: bool = True
     torch_threads: int = 1
     update_threads: int = 0
+    cuda_matmul: str = "tf32"
     save_replay: bool = True
     replay_save_max_gb: float = 1.0
     base: str = ""

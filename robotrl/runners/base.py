@@ -27,6 +27,7 @@ from robotrl.algos.base import Algorithm
 from robotrl.cluster.ddp import DataParallel, from_env, rank_seed
 from robotrl.envs.base import VecEnv
 from robotrl.monitoring import MetricsLogger, TrainProgress
+from robotrl.sim.backend import set_cuda_matmul
 from robotrl.storage.checkpoint import load_checkpoint, prefixed, save_checkpoint, strip
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,9 @@ class Runner(abc.ABC):
         """On the CPU: ``cfg.torch_threads`` torch threads while collecting, ``cfg.update_threads`` for updates.
 
         The update count is resolved once here (``resolve_update_threads``); off the CPU both are left alone.
+        On a CUDA device, ``cfg.cuda_matmul`` sets torch's float32 matmul precision instead.
         """
+        set_cuda_matmul(device, getattr(self.cfg, "cuda_matmul", "tf32"))
         cpu = device.type == "cpu"
         threads = getattr(self.cfg, "torch_threads", 0)
         if cpu and threads > 0:
