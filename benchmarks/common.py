@@ -92,15 +92,12 @@ def compose_train(overrides: list[str]) -> tuple[Any, str, str]:
 
     The hash is the one ``robotrl train`` with the same overrides records in its checkpoints.
     """
-    from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    from robotrl.config import register_configs
+    from robotrl.config import compose_train as compose
     from robotrl.runners.base import config_hash
 
-    register_configs()
-    with initialize_config_module(config_module="robotrl.configs", version_base="1.3"):
-        cfg = compose(config_name="train", overrides=overrides)
+    cfg = compose(overrides)
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
     return OmegaConf.to_object(cfg), config_yaml, config_hash(config_yaml)
 

@@ -7,6 +7,7 @@ robotrl export checkpoint=...               # ONNX + JSON spec for robotrl-deplo
 robotrl tools preview                       # contact sheet of procedural tools
 robotrl rewards train-encoder task=humanoid # train the lit image-text encoder's heads on our renders
 robotrl batch eval checkpoint=... workers=2  # one job over many scenarios, in-process or on Ray
+robotrl warp-compile task=tool_use_gpu      # MuJoCo Warp's CUDA kernels into Warp's cache, on a CPU node
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ _PLAIN: dict[str, str] = {
     "rewards": "robotrl.rewards.cli:main",
     "batch": "robotrl.cluster.cli:main",
     "twin": "robotrl.twin.cli:main",
+    "warp-compile": "robotrl.runners.warp_compile:main",
 }
 
 
@@ -80,7 +82,8 @@ def _user_errors() -> tuple[type[Exception], ...]:
 
     from robotrl.twin.episode import BagError  # core imports only (numpy, yaml): no extra needed
 
-    return (FileNotFoundError, ConfigKeyError, ConfigAttributeError, ValidationError, BagError)
+    # ImportError: an optional extra is missing; robotrl's own messages name it (pip install 'robotrl[gpu]')
+    return (FileNotFoundError, ImportError, ConfigKeyError, ConfigAttributeError, ValidationError, BagError)
 
 
 _RUN_STAMP: list[str] = []  # under torchrun: rank 0's time stamp, so that every rank uses one run dir

@@ -144,6 +144,19 @@ def register_configs() -> None:
         cs.store(group="task", name=f"{name}_schema", node=config_class(name))
 
 
+def compose_train(overrides: list[str]) -> Any:
+    """Compose ``robotrl train <overrides>`` as the CLI does, without running it: a ``DictConfig``.
+
+    ``OmegaConf.to_object`` of it is the typed ``TrainConfig``. Bad overrides raise Hydra's errors,
+    which name the key and the valid choices.
+    """
+    from hydra import compose, initialize_config_module
+
+    register_configs()
+    with initialize_config_module(config_module="robotrl.configs", version_base="1.3"):
+        return compose(config_name="train", overrides=overrides)
+
+
 def extra_algo_schemas() -> dict[str, type]:
     """Schemas of algorithms beyond PPO that are installed in ``robotrl.algos``."""
     from robotrl.algos.bc import BCConfig
