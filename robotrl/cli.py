@@ -40,7 +40,7 @@ _PLAIN: dict[str, str] = {
     "rewards": "robotrl.rewards.cli:main",
     "batch": "robotrl.cluster.cli:main",
     "twin": "robotrl.twin.cli:main",
-    "warp-compile": "robotrl.runners.warp_compile:main",
+    "warp-compile": "robotrl.cli:warp_compile_main",
 }
 
 
@@ -73,6 +73,17 @@ def collect_main(argv: list[str]) -> int:
     rate = sum(ep["success"] for ep in episodes) / len(episodes)
     steps = sum(ep["actions"].shape[0] for ep in episodes)
     print(f"wrote {len(episodes)} demos ({steps} steps, success {rate:.2f}) to {opts['out']}")
+    return 0
+
+
+def warp_compile_main(argv: list[str]) -> int:
+    """Entry point of ``robotrl warp-compile`` (usage: the docstring of ``robotrl.runners.warp_compile``)."""
+    from robotrl.runners.warp_compile import parse_args, warp_compile
+
+    setup_logging("INFO")
+    args, overrides = parse_args(argv)
+    summary = warp_compile(overrides, args.arch, args.steps, args.worlds, args.cache_dir, args.seed)
+    print(json.dumps(summary, indent=2))
     return 0
 
 

@@ -110,11 +110,12 @@ class Runner(abc.ABC):
         self.ddp: DataParallel | None = None
         torch.manual_seed(self.seed)
 
-    def _set_threads(self, device: torch.device) -> None:
-        """On the CPU: ``cfg.torch_threads`` torch threads while collecting, ``cfg.update_threads`` for updates.
+    def _configure_torch(self, device: torch.device) -> None:
+        """Torch settings for ``device``: CPU threads (collecting and updating), or CUDA matmul precision.
 
-        The update count is resolved once here (``resolve_update_threads``); off the CPU both are left alone.
-        On a CUDA device, ``cfg.cuda_matmul`` sets torch's float32 matmul precision instead.
+        On the CPU: ``cfg.torch_threads`` torch threads while collecting, ``cfg.update_threads`` for updates
+        (resolved once here by ``resolve_update_threads``). On a CUDA device the threads are left alone and
+        ``cfg.cuda_matmul`` sets torch's float32 matmul precision.
         """
         set_cuda_matmul(device, getattr(self.cfg, "cuda_matmul", "tf32"))
         cpu = device.type == "cpu"
@@ -128,7 +129,7 @@ class Runner(abc.ABC):
         """Run the block (an update) with the resolved ``cfg.update_threads`` torch threads, then restore.
 
         The simulator's threads are idle during an update, so the update can use every core that the
-        collection's small tensor ops cannot. A no-op off the CPU and before ``_set_threads``.
+        collection's small tensor ops cannot. A no-op off the CPU and before ``_configure_torch``.
         """
         n, before = getattr(self, "_update_threads", 0), torch.get_num_threads()
         if n <= 0 or n == before:

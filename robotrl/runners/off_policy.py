@@ -100,7 +100,7 @@ class OffPolicyRunner(Runner):
         self.base_path = ""
         self.base_module: torch.nn.Module | None = None
         self.base_meta: dict[str, Any] = {}
-        self._set_threads(env.device)
+        self._configure_torch(env.device)
         self.algo: Algorithm = self._build_algo(cfg.algo)
 
     # --- construction --------------------------------------------------------------

@@ -36,7 +36,7 @@ class OnPolicyRunner(Runner):
         if self.dist is not None and sim.backend == "warp" and sim.device == "cuda":
             sim = replace(sim, device=f"cuda:{self.dist.local_rank}")  # one GPU per rank on the node
         self.env = self.task_env = make_env(cfg.task, sim, seed=self.seed)
-        self._set_threads(self.env.device)
+        self._configure_torch(self.env.device)
         # reward=vlm_rm|clg: a VLM reward term scored from rendered frames (robotrl.rewards.env); none: no-op
         self.env = wrap_vlm_rewards(self.task_env, getattr(cfg, "reward", None))
         dims = self.env.obs_dims

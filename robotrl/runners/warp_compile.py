@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 import time
 from typing import Any, cast
@@ -32,7 +31,6 @@ from omegaconf import OmegaConf
 
 from robotrl.config import TrainConfig, compose_train
 from robotrl.envs.task_env import make_env
-from robotrl.monitoring import setup_logging
 from robotrl.sim.warp_aot import compile_traced, trace_launches
 
 log = logging.getLogger(__name__)
@@ -62,6 +60,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     unknown = [a for a in overrides if a.startswith("-")]
     if unknown:
         ap.error(f"unknown options {unknown}; Hydra overrides are key=value")
+    other_sim = [o for o in overrides if (o.startswith("sim=") and o != "sim=warp") or o.startswith("sim.backend=")]
+    if other_sim:
+        ap.error(f"{other_sim}: warp-compile is for MuJoCo Warp runs; drop them (sim=warp is implied)")
     if not any(o.startswith("task=") for o in overrides):
         ap.error("name the task as robotrl train does: task=tool_use_gpu (plus the run's model overrides)")
     if any(a < 70 for a in args.arch):
@@ -95,12 +96,3 @@ def warp_compile(overrides: list[str], arch: list[int], steps: int = 4, worlds: 
     report = compile_traced(seen, arch, cache_dir)
     return dataclasses.asdict(report) | {"overrides": overrides, "traced_s": round(traced_s, 1),
                                          "compile_s": round(time.perf_counter() - t0 - traced_s, 1)}
-
-
-def main(argv: list[str]) -> int:
-    """Entry point of ``robotrl warp-compile``."""
-    setup_logging("INFO")
-    args, overrides = parse_args(argv)
-    summary = warp_compile(overrides, args.arch, args.steps, args.worlds, args.cache_dir, args.seed)
-    print(json.dumps(summary, indent=2))  # noqa: T201 - the command's result, for scripts
-    return 0

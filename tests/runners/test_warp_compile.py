@@ -17,6 +17,7 @@ def test_parse_args_splits_options_from_hydra_overrides():
     (["task=humanoid_gpu", "--steps", "0"], "at least 1"),
     (["task=humanoid_gpu", "--worlds", "-1"], "at least 0"),
     (["task=humanoid_gpu", "--bogus"], "unknown options"),
+    (["task=humanoid_gpu", "sim=cpu"], "MuJoCo Warp runs"),
     (["task=humanoid_gpu", "--arch", "sm90"], "80,90"),
 ])
 def test_parse_args_rejects_bad_input_naming_the_fix(argv, message, capsys):
