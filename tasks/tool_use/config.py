@@ -79,6 +79,10 @@ class ToolUseConfig(TaskConfig):
         object_rot_noise: std of the orientation noise (rad).
         object_delay_max: per-world delay of the observed tool pose, 0..max control steps.
         obs_delay_max: per-world delay of the whole policy observation, 0..max control steps.
+        timestep: physics step (s), at most 0.01; a control step is ``timestep * frame_skip``. The
+            CPU recipe (``configs/tuning/tool_use_ppo.yaml``) uses 0.01 with ``frame_skip=2``: 50 Hz
+            control at half the physics cost (MuJoCo Playground's LEAP-hand cube reorientation
+            also steps its physics at 0.01 s).
         solver_iterations: Newton iterations.
         integrator: ``implicitfast`` (the CPU recipe) or ``euler`` (implicit joint damping only). On
             MuJoCo Warp's float32 kernels implicitfast blew up 0.3-0.5% of world-steps, euler none
@@ -131,6 +135,7 @@ class ToolUseConfig(TaskConfig):
     object_rot_noise: float = 0.0873
     object_delay_max: int = 3
     obs_delay_max: int = 3
+    timestep: float = 0.005
     solver_iterations: int = 10
     integrator: str = "implicitfast"
 

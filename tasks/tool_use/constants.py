@@ -68,6 +68,16 @@ PALM_HOME_POS = (0.55, 0.0, 0.10)
 PALM_HOME_QUAT = (0.0, 1.0, 0.0, 0.0)  # palm normal -z, fingers +x
 SPAWN_CENTER = (0.63, 0.0)
 TIMESTEP = 0.005
+"""The default physics step (s); ``task.timestep`` sets it per run (``timestep`` checks it)."""
+MAX_TIMESTEP = 0.01  # half MuJoCo's default contact time constant (0.02 s), as MuJoCo's docs ask of solref
+
+
+def timestep(value: float) -> float:
+    """``task.timestep`` (s), checked: in ``(0, MAX_TIMESTEP]``."""
+    if not 0.0 < value <= MAX_TIMESTEP:
+        raise ValueError(f"task.timestep={value}: give a physics step in (0, {MAX_TIMESTEP}] s "
+                         "(0.005 is the default; 0.01 with task.frame_skip=2 is the CPU recipe).")
+    return float(value)
 
 
 def kuka_urdf_path() -> str:

@@ -114,7 +114,7 @@ def build_scene(cfg: ToolUseConfig, tool: tools.ToolSpec) -> mujoco.MjSpec:
     spec.modelname = "tool_use"
     spec.compiler.degree = False  # every angle in this package is in radians
     opt = spec.option
-    opt.timestep = C.TIMESTEP
+    opt.timestep = C.timestep(cfg.timestep)
     opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
     opt.integrator = C.integrator(cfg.integrator)
     opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL

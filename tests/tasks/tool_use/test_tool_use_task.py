@@ -274,3 +274,16 @@ def test_tool_size_scale_reaches_every_world_and_the_observed_tool_extents():
     masses = [env.sim.model_field("body_mass")[:, body] for env in (plain, bigger)]
     assert torch.equal(plain.task.mass_scale, bigger.task.mass_scale)  # same randomization draws
     torch.testing.assert_close(masses[1], 1.25**3 * masses[0], rtol=1e-6, atol=0)  # density kept
+
+
+def test_timestep_sets_the_physics_step_and_control_period_and_an_out_of_range_one_is_refused():
+    env = make(n=2, timestep=0.01, frame_skip=2)
+    assert env.sim.model.opt.timestep == pytest.approx(0.01)
+    assert env.task.step_dt == pytest.approx(0.02)  # 50 Hz control, as 0.005 s x 4
+    assert env.max_episode_length == make(n=2).max_episode_length  # same control steps per episode
+    time0 = env.sim._time_np.copy()
+    env.step(torch.zeros(2, env.num_actions))
+    np.testing.assert_allclose(env.sim._time_np - time0, 0.02, atol=1e-9)  # two 0.01 s physics steps
+    for bad in (0.0, 0.02):
+        with pytest.raises(ValueError, match=rf"task.timestep={bad}.*\(0, 0.01\]"):
+            make(n=1, timestep=bad)
