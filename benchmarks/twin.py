@@ -20,6 +20,7 @@
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_sensitivity runs/humanoid  # model changes (~5 min)
     #   MuJoCo-trained checkpoints closed loop in MuJoCo and in PyBullet (robotrl eval engine=...)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py bag_scenario  # triage's scenario read off bags (~1 min)
+    python benchmarks/twin.py tool_family  # the tool family read off a perceived box, against the truth (seconds)
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
 truth); mujoco.sysid fits mass, damping and actuator gain plus the delay over a grid; we
@@ -123,7 +124,7 @@ from twin_sim2sim import (  # noqa: E402
     sim2sim_sensitivity_rows,
     sim2sim_substeps_rows,
 )
-from twin_triage import bag_scenario_rows, bag_scenario_tool_use_rows  # noqa: E402
+from twin_triage import bag_scenario_rows, bag_scenario_tool_use_rows, tool_family_rows  # noqa: E402
 
 
 def _merge(section, value):
@@ -205,6 +206,11 @@ def main():
             print(f"{k:36s} {v:.4g}" if isinstance(v, float) else f"{k:36s} {v}")
         _merge("bag_scenario_tool_use", {**summary, "bags": rows, "command": "flock /tmp/robotrl-cpu.lock python "
                                                                              "benchmarks/twin.py bag_scenario"})
+    if mode in ("tool_family", "all"):
+        family = tool_family_rows()
+        for k, v in family.items():
+            print(f"{k:45s} {v}")
+        _merge("tool_family_from_box", {**family, "command": "python benchmarks/twin.py tool_family"})
     if mode in ("planted", "all"):
         stages = sys.argv[2].split(",") if len(sys.argv) > 2 else PLANT_STAGES  # one stage per call: < 10 min
         budgets = dict(PLANT_BUDGETS)

@@ -101,3 +101,30 @@ def bag_scenario_tool_use_rows(scenes: int = 8, seeds=(0, 1)):
         summary[f"tool_use_{name}_error_max"] = max(errs)
         summary[f"tool_use_{name}_error_mean"] = float(np.mean(errs))
     return summary, rows
+
+
+def tool_family_rows() -> dict:
+    """``family_from_box`` against the truth on generated tools the reference never held (pure geometry, seconds).
+
+    Pools: the training pool (seed 0, 16 per family), held-out instances (seeds 0 and 7), the training pool at
+    sizes x0.85-1.15 (``task.tool_size_scale``) and the held-out family's brushes. Per pool: accuracy and the
+    confusions (true family -> read family: count).
+    """
+    from robotrl.tasks.tool_use import tools
+    from robotrl.tasks.tool_use.bag_scenario import FAMILY_REFERENCE, family_from_box
+
+    pools = {"train": tools.tool_pool("train", 16), "heldout": tools.tool_pool("heldout", 16),
+             "heldout_seed7_64": tools.tool_pool("heldout", 64, seed=7),
+             "train_scaled_085_115": tools.tool_pool("train", 16, scale=(0.85, 1.15)),
+             "heldout_family_brush": tools.tool_pool("heldout_family", 16)}
+    out: dict = {"reference_tools_per_family": FAMILY_REFERENCE}
+    for name, pool in pools.items():
+        read = [tools.FAMILIES[family_from_box(t.bbox()[1])] for t in pool]
+        out[f"{name}_tools_count"] = len(pool)
+        out[f"{name}_accuracy"] = round(float(np.mean([r == t.family for r, t in zip(read, pool, strict=True)])), 4)
+        confused: dict[str, int] = {}
+        for r, t in zip(read, pool, strict=True):
+            if r != t.family:
+                confused[f"{t.family}->{r}"] = confused.get(f"{t.family}->{r}", 0) + 1
+        out[f"{name}_confusions"] = confused
+    return out
