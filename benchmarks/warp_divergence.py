@@ -102,7 +102,8 @@ def main() -> None:
     logging.getLogger("robotrl.envs.task_env").setLevel(logging.ERROR)  # one warning per failed step otherwise
     cfg, _, _ = compose_train([f"task={args.task}", f"sim.num_envs={args.worlds}", *args.override])
     tag = "_".join([args.task, f"{args.worlds}x{args.steps}",
-                    *(o.split(".")[-1].replace("=", "-") for o in args.override)])
+                    *(o.split("=", 1)[0].split(".")[-1] + "-" + o.split("=", 1)[1] if "=" in o else o
+                      for o in args.override)])  # task.timestep=0.01 -> timestep-0.01
     if args.geom_solref:
         soften_contacts(args.geom_solref)
         tag = f"{tag}_solref{args.geom_solref:g}"
