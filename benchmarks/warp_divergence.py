@@ -101,9 +101,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("robotrl.envs.task_env").setLevel(logging.ERROR)  # one warning per failed step otherwise
     cfg, _, _ = compose_train([f"task={args.task}", f"sim.num_envs={args.worlds}", *args.override])
-    tag = "_".join([args.task, f"{args.worlds}x{args.steps}",
-                    *(o.split("=", 1)[0].split(".")[-1] + "-" + o.split("=", 1)[1] if "=" in o else o
-                      for o in args.override)])  # task.timestep=0.01 -> timestep-0.01
+    # each override as its key's last name and its value: task.timestep=0.01 -> timestep-0.01
+    parts = (o.partition("=") for o in args.override)
+    tag = "_".join([args.task, f"{args.worlds}x{args.steps}", *(f"{k.rsplit('.', 1)[-1]}-{v}" for k, _, v in parts)])
     if args.geom_solref:
         soften_contacts(args.geom_solref)
         tag = f"{tag}_solref{args.geom_solref:g}"

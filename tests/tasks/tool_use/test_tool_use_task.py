@@ -277,6 +277,9 @@ def test_tool_size_scale_reaches_every_world_and_the_observed_tool_extents():
 
 
 def test_timestep_sets_the_physics_step_and_control_period_and_an_out_of_range_one_is_refused():
+    from robotrl.tasks.tool_use import constants as C
+
+    assert ToolUseConfig().timestep == C.TIMESTEP  # the config's default is the task's one physics step
     env = make(n=2, timestep=0.01, frame_skip=2)
     assert env.sim.model.opt.timestep == pytest.approx(0.01)
     assert env.task.step_dt == pytest.approx(0.02)  # 50 Hz control, as 0.005 s x 4
