@@ -79,6 +79,7 @@ class TaskEnv(VecEnv):
         self._term_names: tuple[str, ...] = ()
         self._term_scales = torch.zeros(0, 1, device=dev)
         self._episode_terms = torch.zeros(0, n, device=dev)
+        self._episode_term_rows = self._episode_terms.unbind(0)  # views, for ``_finish_episodes``' one stack
         self.total_sim_resets = 0
         self.total_nan_resets = 0
         self.nan_counts: dict[str, int] = {}
@@ -257,6 +258,7 @@ class TaskEnv(VecEnv):
             self._term_names = names
             self._term_scales = torch.tensor([scales[n] for n in names], device=self.device).unsqueeze(1)
             self._episode_terms = torch.zeros(len(names), self.num_envs, device=self.device)
+            self._episode_term_rows = self._episode_terms.unbind(0)
         return torch.stack([terms[n] for n in names]).float() * self._term_scales
 
     def _observe(self, render_ids: torch.Tensor | None = None, previous: Obs | None = None) -> Obs:
@@ -325,11 +327,13 @@ class TaskEnv(VecEnv):
         return cached_embeddings(encoder, self.instructions).to(self.device)
 
     def _finish_episodes(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
-        rows = {"return": self.episode_return, "length": self.episode_step.float(),
-                "success": self.task.success().float(),
-                **{name: value.float() for name, value in self.task.episode_metrics().items()}}
+        rows = {"return": self.episode_return, "length": self.episode_step, "success": self.task.success(),
+                **self.task.episode_metrics()}
         names = [*rows, *(f"reward/{name}" for name in self._term_names)]
-        table = torch.cat([torch.stack(list(rows.values())), self._episode_terms])[:, ids]  # one gather for all
+        # one stack (bool and int rows promote to float32) and one gather for all rows
+        table = torch.stack([*rows.values(), *self._episode_term_rows]).index_select(1, ids)
+        if table.dtype != torch.float32:  # a float64 metric promoted the table
+            table = table.float()
         return dict(zip(names, table.unbind(0), strict=True))
 
     def _reset_ids(self, ids: torch.Tensor) -> None:

@@ -91,6 +91,7 @@ class HumanoidTask(Task):
         self.ctrl_high = torch.as_tensor(model.actuator_ctrlrange[:, 1], dtype=torch.float32, device=dev)
         self.command = torch.zeros(n, 2, device=dev)
         self.strength = torch.ones(n, self.action_dim, device=dev)
+        self._gain = self.ctrl_high.expand(n, -1).clone()  # ctrl_high * strength, refreshed by randomize
         self.last_action = torch.zeros(n, self.action_dim, device=dev)
         # this and the previous step's actions: two rows of one buffer that swap roles each step
         self._action_pair = torch.zeros(2, n, self.action_dim, device=dev)
@@ -124,9 +125,9 @@ class HumanoidTask(Task):
         for name, r in ranges.items():
             if len(r) != 2 or r[0] > r[1]:
                 raise ValueError(f"task.{name} must be [low, high] with low <= high, got {list(r)}.")
-        # command draws as sample_range makes them: low + (high - low) * u, rows (vx, yaw)
-        self._cmd_low = torch.tensor([float(r[0]) for r in ranges.values()], device=dev).unsqueeze(1)
-        self._cmd_span = torch.tensor([float(r[1]) - float(r[0]) for r in ranges.values()], device=dev).unsqueeze(1)
+        # command draws as sample_range makes them: low + (high - low) * u, columns (vx, yaw)
+        self._cmd_low = torch.tensor([float(r[0]) for r in ranges.values()], device=dev)
+        self._cmd_span = torch.tensor([float(r[1]) - float(r[0]) for r in ranges.values()], device=dev)
 
     def _bind_signal_views(self, model: mujoco.MjModel) -> None:
         """Views of the bound state that the per-step signals read, and their scratch buffers.
@@ -142,6 +143,13 @@ class HumanoidTask(Task):
                              f"{list(self.cfg.healthy_z)}.")
         self._healthy_z = (healthy[0], healthy[1])
         self._qpos0_root, self._qpos0_joints = self.qpos0[:7], self.qpos0[7:]
+        # reset state = qpos0 (root exact) and zero velocity, plus uniform(-init_noise, init_noise) noise on
+        # the joint positions and all velocities: low + span * u, u in [0, 1)
+        noise = self.cfg.init_noise
+        self._reset_span = torch.full((q.shape[1] + v.shape[1],), 2.0 * noise, dtype=q.dtype, device=dev)
+        self._reset_span[:7] = 0.0
+        self._reset_low = torch.cat([self.qpos0, torch.zeros(v.shape[1], dtype=q.dtype, device=dev)])
+        self._reset_low -= 0.5 * self._reset_span
         self._ang_vel, self._joint_vel = v[:, 3:6], v[:, 6:]
         self._cmd_vx, self._cmd_yaw = self.command[:, 0], self.command[:, 1]
         self._push_x = self.push[:, 0]
@@ -174,11 +182,11 @@ class HumanoidTask(Task):
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Standing pose plus small noise; a fresh velocity command."""
         ids = ids.long()  # index_fill_/index_copy_ take int64 ids (a no-op for the env's own)
-        k, noise = ids.numel(), self.cfg.init_noise
-        joint_noise = uniform(-noise, noise, (k, self._qpos0_joints.numel()), gen, self.device)
-        qpos = torch.cat([self._qpos0_root.expand(k, -1), self._qpos0_joints + joint_noise], dim=1)
-        qvel = uniform(-noise, noise, (k, self.qvel.shape[1]), gen, self.device)
-        self.sim.reset(ids, qpos, qvel)
+        # one draw for the joint positions and all velocities: low + span * u over the (nq + nv) state
+        u = torch.rand(ids.numel(), self._reset_span.numel(), generator=gen, device=self.device)
+        state = torch.addcmul(self._reset_low, self._reset_span, u)
+        nq = self.qpos.shape[1]
+        self.sim.reset(ids, state[:, :nq], state[:, nq:])
         self.steps.index_fill_(0, ids, 0)
         self._action_pair.index_fill_(1, ids, 0.0)
         self._fwd_sum.index_fill_(0, ids, 0.0)
@@ -233,6 +241,7 @@ class HumanoidTask(Task):
         self.mass_scale[ids] = sample_range(c.mass_range, (k,), gen, self.device)
         self.strength[ids] = sample_range(c.strength_range, (k, self.action_dim), gen, self.device)
         self._privileged[ids, 2] = self.strength[ids].mean(1)
+        self._gain[ids] = self.ctrl_high * self.strength[ids]
         friction = self._base_friction.expand(k, -1, -1).clone()
         friction[..., 0] *= self.friction_scale[ids, None].to(friction.dtype)
         self.sim.set_model_field("geom_friction", ids, friction)
@@ -247,7 +256,7 @@ class HumanoidTask(Task):
         """Motor controls = action * ctrl limit * per-world strength."""
         self.action, self.prev_action = self.prev_action, self.action
         self.action.copy_(action)
-        torch.mul(action * self.ctrl_high, self.strength, out=self.ctrl)
+        torch.mul(action, self._gain, out=self.ctrl)
 
     def update(self, gen: torch.Generator) -> None:
         """Advance clocks; resample due commands and apply due pushes, drawing from ``gen``."""
@@ -283,9 +292,11 @@ class HumanoidTask(Task):
 
     def _resample(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Commands of worlds ``ids``: ``(vx, yaw)`` uniform in their ranges, or 0 (stand) w.p. ``standing_prob``."""
-        u = torch.rand(3, ids.numel(), generator=gen, device=self.device)  # rows: vx, yaw, stand draw
-        command = self._cmd_low + self._cmd_span * u[:2]
-        self.command.index_copy_(0, ids, (command * (u[2] >= self.cfg.standing_prob)).T)
+        u = torch.rand(ids.numel(), 3, generator=gen, device=self.device)  # columns: vx, yaw, stand draw
+        command = torch.addcmul(self._cmd_low, self._cmd_span, u[:, :2])
+        if self.cfg.standing_prob > 0:
+            command.mul_(u[:, 2:] >= self.cfg.standing_prob)
+        self.command.index_copy_(0, ids, command)
 
     # --- signals ---------------------------------------------------------------------
     def _base_state(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -330,8 +341,8 @@ class HumanoidTask(Task):
     def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
         """Named reward terms (see module docstring)."""
         self._signals()  # fills the views read below (_vx, _vy, _vz, _wz, _gz)
-        torch.add((self._vx - self._cmd_vx).square(), self._vy.square(), out=self._lin_err)
-        torch.square(self._wz - self._cmd_yaw, out=self._yaw_err)
+        torch.sub(self._vx, self._cmd_vx, out=self._lin_err).square_().addcmul_(self._vy, self._vy)
+        torch.sub(self._wz, self._cmd_yaw, out=self._yaw_err).square_()
         track_lin_vel, track_yaw = torch.exp(self._track_err / -self.cfg.tracking_sigma).unbind(0)
         ctrl, action_rate = (-torch.stack([action, self.action - self.prev_action]).square().sum(2)).unbind(0)
         return {
