@@ -125,9 +125,9 @@ class HumanoidTask(Task):
         for name, r in ranges.items():
             if len(r) != 2 or r[0] > r[1]:
                 raise ValueError(f"task.{name} must be [low, high] with low <= high, got {list(r)}.")
-        # command draws as sample_range makes them: low + (high - low) * u, columns (vx, yaw)
-        self._cmd_low = torch.tensor([float(r[0]) for r in ranges.values()], device=dev)
-        self._cmd_span = torch.tensor([float(r[1]) - float(r[0]) for r in ranges.values()], device=dev)
+        # command draws as sample_range makes them: low + (high - low) * u, rows (vx, yaw)
+        self._cmd_low = torch.tensor([float(r[0]) for r in ranges.values()], device=dev).unsqueeze(1)
+        self._cmd_span = torch.tensor([float(r[1]) - float(r[0]) for r in ranges.values()], device=dev).unsqueeze(1)
 
     def _bind_signal_views(self, model: mujoco.MjModel) -> None:
         """Views of the bound state that the per-step signals read, and their scratch buffers.
@@ -143,13 +143,6 @@ class HumanoidTask(Task):
                              f"{list(self.cfg.healthy_z)}.")
         self._healthy_z = (healthy[0], healthy[1])
         self._qpos0_root, self._qpos0_joints = self.qpos0[:7], self.qpos0[7:]
-        # reset state = qpos0 (root exact) and zero velocity, plus uniform(-init_noise, init_noise) noise on
-        # the joint positions and all velocities: low + span * u, u in [0, 1)
-        noise = self.cfg.init_noise
-        self._reset_span = torch.full((q.shape[1] + v.shape[1],), 2.0 * noise, dtype=q.dtype, device=dev)
-        self._reset_span[:7] = 0.0
-        self._reset_low = torch.cat([self.qpos0, torch.zeros(v.shape[1], dtype=q.dtype, device=dev)])
-        self._reset_low -= 0.5 * self._reset_span
         self._ang_vel, self._joint_vel = v[:, 3:6], v[:, 6:]
         self._cmd_vx, self._cmd_yaw = self.command[:, 0], self.command[:, 1]
         self._push_x = self.push[:, 0]
@@ -182,11 +175,11 @@ class HumanoidTask(Task):
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Standing pose plus small noise; a fresh velocity command."""
         ids = ids.long()  # index_fill_/index_copy_ take int64 ids (a no-op for the env's own)
-        # one draw for the joint positions and all velocities: low + span * u over the (nq + nv) state
-        u = torch.rand(ids.numel(), self._reset_span.numel(), generator=gen, device=self.device)
-        state = torch.addcmul(self._reset_low, self._reset_span, u)
-        nq = self.qpos.shape[1]
-        self.sim.reset(ids, state[:, :nq], state[:, nq:])
+        k, noise = ids.numel(), self.cfg.init_noise
+        joint_noise = uniform(-noise, noise, (k, self._qpos0_joints.numel()), gen, self.device)
+        qpos = torch.cat([self._qpos0_root.expand(k, -1), self._qpos0_joints + joint_noise], dim=1)
+        qvel = uniform(-noise, noise, (k, self.qvel.shape[1]), gen, self.device)
+        self.sim.reset(ids, qpos, qvel)
         self.steps.index_fill_(0, ids, 0)
         self._action_pair.index_fill_(1, ids, 0.0)
         self._fwd_sum.index_fill_(0, ids, 0.0)
@@ -292,11 +285,11 @@ class HumanoidTask(Task):
 
     def _resample(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """Commands of worlds ``ids``: ``(vx, yaw)`` uniform in their ranges, or 0 (stand) w.p. ``standing_prob``."""
-        u = torch.rand(ids.numel(), 3, generator=gen, device=self.device)  # columns: vx, yaw, stand draw
-        command = torch.addcmul(self._cmd_low, self._cmd_span, u[:, :2])
+        u = torch.rand(3, ids.numel(), generator=gen, device=self.device)  # rows: vx, yaw, stand draw
+        command = torch.addcmul(self._cmd_low, self._cmd_span, u[:2])
         if self.cfg.standing_prob > 0:
-            command.mul_(u[:, 2:] >= self.cfg.standing_prob)
-        self.command.index_copy_(0, ids, command)
+            command.mul_(u[2] >= self.cfg.standing_prob)
+        self.command.index_copy_(0, ids, command.T)
 
     # --- signals ---------------------------------------------------------------------
     def _base_state(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
