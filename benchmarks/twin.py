@@ -21,6 +21,7 @@
     #   MuJoCo-trained checkpoints closed loop in MuJoCo and in PyBullet (robotrl eval engine=...)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py bag_scenario  # triage's scenario read off bags (~1 min)
     python benchmarks/twin.py tool_family  # the tool family read off a perceived box, against the truth (seconds)
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py scan_scenario  # driving obstacles + traffic off the scan
 
 Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.record, known
 truth); mujoco.sysid fits mass, damping and actuator gain plus the delay over a grid; we
@@ -124,7 +125,12 @@ from twin_sim2sim import (  # noqa: E402
     sim2sim_sensitivity_rows,
     sim2sim_substeps_rows,
 )
-from twin_triage import bag_scenario_rows, bag_scenario_tool_use_rows, tool_family_rows  # noqa: E402
+from twin_triage import (  # noqa: E402
+    bag_scenario_rows,
+    bag_scenario_tool_use_rows,
+    scan_scenario_rows,
+    tool_family_rows,
+)
 
 
 def _merge(section, value):
@@ -206,6 +212,12 @@ def main():
             print(f"{k:36s} {v:.4g}" if isinstance(v, float) else f"{k:36s} {v}")
         _merge("bag_scenario_tool_use", {**summary, "bags": rows, "command": "flock /tmp/robotrl-cpu.lock python "
                                                                              "benchmarks/twin.py bag_scenario"})
+    if mode in ("scan_scenario", "all"):
+        summary, rows = scan_scenario_rows()
+        for k, v in summary.items():
+            print(f"{k:50s} {v}")
+        _merge("scan_scenario", {**summary, "bags": rows,
+                                 "command": "flock /tmp/robotrl-cpu.lock python benchmarks/twin.py scan_scenario"})
     if mode in ("tool_family", "all"):
         family = tool_family_rows()
         for k, v in family.items():

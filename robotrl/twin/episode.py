@@ -64,6 +64,10 @@ class Episode:
             half-extents (3), resting height), or None.
         route: ``(M, 4)`` the first ``topics.route`` message (driving; ``nav_msgs/Path``): per
             centreline point x, y, heading (rad) and road half-width (m), or None.
+        scan: ``(T, R)`` the latest ``sensor_msgs/LaserScan`` ranges on ``topics.scan`` (m) at or
+            before each state (NaN rows before the first scan), or None.
+        scan_angles: ``(R,)`` the scan's ray angles (rad, CCW from the sensor's x axis), or None.
+        scan_range_max: the scan's ``range_max`` (m; a range at or beyond it is a miss), or None.
         observation: ``(K, P)`` policy observations (``<debug_prefix>/observation``), or None.
         action: ``(K, A)`` raw policy actions, or None.
         success: the episode's success flag (``/sim/episode`` or custom metadata), or None.
@@ -92,6 +96,9 @@ class Episode:
     goal_pose: np.ndarray | None = None
     object_box: np.ndarray | None = None
     route: np.ndarray | None = None
+    scan: np.ndarray | None = None
+    scan_angles: np.ndarray | None = None
+    scan_range_max: float | None = None
     observation: np.ndarray | None = None
     action: np.ndarray | None = None
     success: bool | None = None
@@ -118,7 +125,7 @@ class Episode:
             raise ValueError(f"steps must be in [2, {self.num_steps}], got {steps}.")
         out = Episode(**{k: getattr(self, k) for k in self.__dataclass_fields__})
         for name in ("t", "q", "dq", "tau", "base_pos", "base_quat", "base_lin_vel", "base_ang_vel", "imu_quat",
-                     "imu_ang_vel", "cmd_vel", "object_pose", "goal_pose"):
+                     "imu_ang_vel", "cmd_vel", "object_pose", "goal_pose", "scan"):
             value = getattr(self, name)
             if value is not None:
                 setattr(out, name, value[:steps])
@@ -328,6 +335,40 @@ def _route(path: Path, topics: dict[str, list], topic: str) -> np.ndarray | None
     return np.column_stack([route.center, route.heading, route.half_width])
 
 
+def _scan(path: Path, topics: dict[str, list], topic: str, stamps: np.ndarray) -> dict[str, Any]:
+    """``scan`` ``(T, R)``, ``scan_angles`` ``(R,)`` and ``scan_range_max`` of the LaserScans on ``topic`` (or {}).
+
+    Each state gets the latest scan at or before it (NaN rows before the first). Every scan must
+    have the first one's ray count and angles: a sensor that changes them mid-episode is an error.
+    Non-finite ranges (REP 117's no-return, too-close and invalid readings) become ``range_max``.
+    """
+    if not topic or not topics.get(topic):
+        return {}
+    tol = 0.25 * float(np.median(np.diff(stamps))) if len(stamps) > 1 else 1e-6
+    first = min((m for _, m in topics[topic]), key=lambda m: _stamp(m.header))
+    rays = len(first.ranges)
+    if rays == 0:
+        raise BagError(f"{path}: topic {topic}: a LaserScan with no ranges.")
+    geometry = (float(first.angle_min), float(first.angle_increment))
+    out = np.full((len(stamps), rays), np.nan)
+    for k, m in enumerate(_align(stamps, topics[topic], tol)):
+        if m is None:
+            continue
+        if len(m.ranges) != rays or (float(m.angle_min), float(m.angle_increment)) != geometry:
+            raise BagError(f"{path}: topic {topic}: the scan changed its rays mid-episode ({len(m.ranges)} rays "
+                           f"from {float(m.angle_min):g} rad, first {rays} from {geometry[0]:g} rad).")
+        out[k] = np.asarray(m.ranges, dtype=np.float64)
+    seen = ~np.isnan(out).all(axis=1)
+    bad = ~np.isfinite(out[seen])
+    if bad.any():  # REP 117: +inf no return, -inf too close, NaN an invalid reading; none is a hit here
+        log.warning("%s: topic %s: %d non-finite ranges read as misses", path, topic, int(bad.sum()))
+        rows = out[seen]
+        rows[bad] = float(first.range_max)
+        out[seen] = rows
+    return {"scan": out, "scan_angles": geometry[0] + geometry[1] * np.arange(rays),
+            "scan_range_max": float(first.range_max)}
+
+
 def _cmd_vel(topics: dict[str, list], topic: str, state_logs: np.ndarray) -> np.ndarray | None:
     msgs = topics.get(topic)
     if not msgs:
@@ -397,7 +438,7 @@ def load_episode(path: str | Path, profile: Any = None) -> Episode:
     prev = np.concatenate([[-1], after[:-1]])
     held = after == prev
     held[0] = False
-    base = _base(path, topics, profile, stamps)
+    base: dict[str, Any] = _base(path, topics, profile, stamps)
     prefix = profile.topics.debug_prefix.rstrip("/")
     return Episode(
         path=path, robot=profile.name, task=meta.get("task", ""), joint_names=names, t=stamps - stamps[0],
@@ -406,7 +447,7 @@ def load_episode(path: str | Path, profile: Any = None) -> Episode:
         object_pose=_poses(path, topics, profile.topics.object_pose, stamps),
         goal_pose=_poses(path, topics, profile.topics.goal_pose, stamps),
         object_box=_last_vector(path, topics, profile.topics.object_box),
-        route=_route(path, topics, profile.topics.route),
+        route=_route(path, topics, profile.topics.route), **_scan(path, topics, profile.topics.scan, stamps),
         observation=_vectors(topics, f"{prefix}/observation"), action=_vectors(topics, f"{prefix}/action"),
         success=_success(topics, meta), metadata=meta,
     )
