@@ -127,9 +127,7 @@ def scan_detections(episode: Episode) -> tuple[np.ndarray, np.ndarray, np.ndarra
     angle = _yaw(episode.base_quat[step]) + episode.scan_angles[ray]
     dist = scan[step, ray] + CENTRE_OFFSET
     xy = episode.base_pos[step, :2] + dist[:, None] * np.stack([np.cos(angle), np.sin(angle)], axis=1)
-    s, lat, length = route_coordinates(episode.route, xy) if len(xy) else (np.zeros(0), np.zeros(0),
-                                                                           route_coordinates(episode.route,
-                                                                                             np.zeros((1, 2)))[2])
+    s, lat, length = route_coordinates(episode.route, xy)
     det_t, det_s, det_l = [], [], []
     start = 0
     for k in range(1, len(step) + 1):  # hits come sorted by step, then by ray

@@ -168,3 +168,26 @@ def test_a_laser_scan_in_a_bag_is_read_onto_the_state_grid(tmp_path):
     assert ep.scan_range_max == 6.0
     with pytest.raises(BagError, match=r"/scan.*changed its rays"):
         load_episode(write(tmp_path / "changed", [3, 3, 2, 3]))
+
+
+def test_a_clear_lap_reads_no_obstacles_and_no_traffic_speed():
+    from robotrl.tasks.driving.bag_scenario import obstacles_and_traffic
+
+    phi = np.linspace(0, 2 * np.pi, 400, endpoint=False)  # a circle of radius 8 m: a 50.3 m lap
+    route = np.column_stack([8.0 * np.cos(phi), 8.0 * np.sin(phi), phi + np.pi / 2, np.full(400, 0.6)])
+    steps = 400  # 2 m/s for 20 s: 40 m along the lap
+    a = 2.0 * np.arange(steps) * 0.05 / 8.0
+    pos = np.column_stack([8.0 * np.cos(a), 8.0 * np.sin(a), np.zeros(steps)])
+    yaw = a + np.pi / 2
+    quat = np.column_stack([np.cos(yaw / 2), np.zeros(steps), np.zeros(steps), np.sin(yaw / 2)])
+    scan = np.full((steps, 15), 6.0)  # every ray a miss
+    zeros = np.zeros((steps, 1))
+    ep = Episode(path=Path("bags/clear"), robot="driving_sim", task="driving", joint_names=["j"],
+                 t=np.arange(steps) * 0.05, q=zeros, dq=zeros, tau=zeros, command=zeros[1:],
+                 command_held=np.zeros(steps - 1, dtype=bool), base_pos=pos, base_quat=quat, scan=scan,
+                 scan_angles=np.linspace(-np.pi / 2, np.pi / 2, 15), scan_range_max=6.0, route=route)
+    got = obstacles_and_traffic(ep)
+    # (39.9 m travelled + 6 m of range - 6 m) / (50.3 m - 10 m) of the span, past slot 0's end (0.267)
+    assert got["scan_coverage"] == pytest.approx(39.9 / 40.27, abs=0.01)
+    assert got["obstacles_seen"] == 0 and got["obstacles"] == 0
+    assert "traffic_speed" not in got
