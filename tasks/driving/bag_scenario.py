@@ -214,7 +214,8 @@ def scan_objects(t: np.ndarray, s: np.ndarray, lat: np.ndarray, length: float) -
                 break
         else:
             pools.append([f])
-    out, still = [], set()
+    out: list[dict[str, Any]] = []
+    still: set[int] = set()
     for pool in pools:
         points = np.concatenate(pool)
         points = points[np.argsort(points[:, 0], kind="stable")]
