@@ -162,6 +162,30 @@ def _curve(rows: list[dict], keys: tuple[str, ...], points: int = 12) -> dict[st
     return out
 
 
+def plot_curves(rows: list[dict], keys: tuple[str, ...], path: Path, title: str) -> None:
+    """One panel per metric in ``keys`` against wall-clock seconds, from a run's metrics rows; PNG and CSV."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = tuple(k for k in keys if any(k in r for r in rows))
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.6 * len(keys), 3.0), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        picked = [r for r in rows if key in r]
+        ax.plot([r["time_s"] for r in picked], [r[key] for r in picked], lw=1.2)
+        ax.set_xlabel("wall-clock s")
+        ax.set_title(key.split("/", 1)[-1] + (" (cumulative)" if key in ("sim_resets", "nan_resets") else ""))
+        ax.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    columns = ("time_s", "env_steps", *keys)
+    lines = [",".join(columns)] + [",".join(str(r.get(c, "")) for c in columns) for r in rows]
+    path.with_suffix(".csv").write_text("\n".join(lines) + "\n")
+
+
 def _train_recipe(args: argparse.Namespace, name: str, worlds: int, seconds: float,
                   curve_keys: tuple[str, ...]) -> tuple[Any, Path, dict[str, Any]]:
     """``robotrl train task=<name>_gpu sim=warp`` for ``seconds``: (config, run dir, ``gpu_<name>_*`` figures)."""
@@ -173,7 +197,17 @@ def _train_recipe(args: argparse.Namespace, name: str, worlds: int, seconds: flo
     fig[f"gpu_{name}_curve"] = json.dumps(_curve(rows, curve_keys))
     if args.copy_metrics:
         Path(args.copy_metrics, f"{name}_metrics.jsonl").write_text((run_dir / "metrics.jsonl").read_text())
+        plot_curves(rows, CURVE_PANELS[name], Path(args.copy_metrics, f"{name}_curves.png"),
+                    f"{' '.join(overrides)}, {cfg.sim.num_envs} worlds, {_device_name()}")
     return cfg, run_dir, fig
+
+
+# the panels of each recipe's curve PNG
+CURVE_PANELS = {
+    "humanoid": ("episode/return", "episode/length", "episode/forward_vel", "perf/steps_per_s"),
+    "tool_use": ("episode/return", "episode/lifted", "episode/goals_reached", "episode/goal_scale", "sim_resets",
+                 "perf/steps_per_s"),
+}
 
 
 def part_humanoid(args: argparse.Namespace) -> dict[str, Any]:
@@ -199,7 +233,7 @@ def part_humanoid(args: argparse.Namespace) -> dict[str, Any]:
 def part_tool_use(args: argparse.Namespace) -> dict[str, Any]:
     """Train task=tool_use_gpu (24,576 worlds) on Warp for the budget."""
     return _train_recipe(args, "tool_use", args.tool_use_worlds, args.tool_use_seconds,
-                         ("episode/return", "episode/lifted", "episode/goals_reached"))[2]
+                         ("episode/return", "episode/lifted", "episode/goals_reached", "episode/goal_scale"))[2]
 
 
 def part_render(args: argparse.Namespace) -> dict[str, Any]:
@@ -307,11 +341,24 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--override", nargs="*", default=[], help="Hydra overrides added to every composed config "
                     "(sim.device=cuda:1)")
+    ap.add_argument("--tag", default="", help="keys become gpu_<tag>_* (a run beside earlier ones: a session, a "
+                    "device, a recipe), so the file keeps both")
     ap.add_argument("--out", default=str(RESULTS_DIR), help="directory of gpu.json")
     ap.add_argument("--run-root", default="runs/gpu_bench")
     ap.add_argument("--copy-metrics", default="", help="also write metrics JSONL and the render sheet here")
+    ap.add_argument("--replot", nargs=4, metavar=("RECIPE", "METRICS_JSONL", "PNG", "TITLE"),
+                    help="only draw a fetched run's curves (no GPU needed): humanoid|tool_use, its metrics.jsonl")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.replot:
+        from robotrl.monitoring import read_metrics
+
+        recipe, metrics, png, title = args.replot
+        if recipe not in CURVE_PANELS:
+            raise SystemExit(f"--replot: unknown recipe {recipe!r}; valid: {', '.join(CURVE_PANELS)}")
+        plot_curves(read_metrics(metrics), CURVE_PANELS[recipe], Path(png), title)
+        log.info("wrote %s and its CSV", png)
+        return
     if not torch.cuda.is_available():
         raise SystemExit("benchmarks/gpu.py measures MuJoCo Warp on CUDA, and torch sees no GPU here. "
                          "Run it on a GPU machine with the gpu extra: pip install 'robotrl[gpu]'.")
@@ -323,6 +370,8 @@ def main() -> None:
         fig = PARTS[name](args)
         fig[f"gpu_part_{name}_wall_s"] = time.perf_counter() - t0
         fig["gpu_device"] = _device_name()
+        if args.tag:
+            fig = {f"gpu_{args.tag}_{k.removeprefix('gpu_')}": v for k, v in fig.items()}
         path = save("gpu", fig, merge=True, out_dir=args.out)
         rows = [(k, f"{v:,.3f}" if isinstance(v, float) else str(v)[:90]) for k, v in fig.items()]
         log.info("%s -> %s\n%s", name, path, table(rows, f"gpu.py {name} on {_device_name()}"))

@@ -16,6 +16,9 @@ builds skip the compile.
 ``task=tool_use_gpu`` on 2 CPU cores: 5 minutes and 5.4 GB (109 s stepping 24,576 worlds, 186 s
 compiling 46 of 51 module variants; the 5 tile-Cholesky ones need the device). With 8 or 64 worlds
 the broadphase kernel came out different, which is why the run's world count is the default.
+In front of an H200 (session 42) the GPU found 43 of the 52 modules it loaded in this cache and compiled
+9 itself (25 s): the 5 tile-Cholesky variants, and 4 whose CUDA code differs from the CPU trace's (a
+broadphase, a dense contact Jacobian, a tiled gradient, the iterative line search). Build: 36 s, 305 s cold.
 """
 
 from __future__ import annotations
