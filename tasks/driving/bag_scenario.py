@@ -81,8 +81,12 @@ _SLOTS = (6.0, 4.0)  # obstacles stand from 6 m ahead of the start to 4 m behind
 
 
 def _yaw(quat_wxyz: np.ndarray) -> np.ndarray:
-    w, x, y, z = quat_wxyz.T
-    return np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    """Headings ``(...)`` of ``(..., 4)`` (w, x, y, z) quaternions (``robotrl.rotations.yaw_from_quat``)."""
+    import torch
+
+    from robotrl.rotations import yaw_from_quat
+
+    return yaw_from_quat(torch.as_tensor(quat_wxyz, dtype=torch.float64)).numpy()
 
 
 def route_coordinates(route: np.ndarray, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -202,18 +206,19 @@ def scan_objects(t: np.ndarray, s: np.ndarray, lat: np.ndarray, length: float) -
     """
     fragments = [f for f in _link(t, s, lat, length) if len(f) >= 2]
     pools: list[list[np.ndarray]] = []
+    places: list[dict[str, Any]] = []  # the summary of each pool's first fragment
     for f in fragments:
         if np.ptp(_unwrapped(f, length)) >= SAME_OBJECT:
             continue
         here = _summary(f, length, "")
-        for pool in pools:
-            there = _summary(pool[0], length, "")
+        for pool, there in zip(pools, places, strict=True):
             if abs(float(_wrap(here["s"] - there["s"], length))) < SAME_OBJECT \
                     and abs(here["lateral"] - there["lateral"]) < SAME_OBJECT:
                 pool.append(f)
                 break
         else:
             pools.append([f])
+            places.append(here)
     out: list[dict[str, Any]] = []
     still: set[int] = set()
     for pool in pools:
@@ -301,12 +306,12 @@ def sim_scan_episode(env: Any, steps: int, speed: float = 1.8, lookahead: float 
     from robotrl.twin.episode import Episode
 
     task, zero = env.task, torch.zeros(1, dtype=torch.long)
-    hw_steps = steps + 1
-    t, pos, quat, scan = np.zeros(hw_steps), np.zeros((hw_steps, 3)), np.zeros((hw_steps, 4)), None
+    states = steps + 1  # the state before each action and after the last
+    t, pos, quat = np.zeros(states), np.zeros((states, 3)), np.zeros((states, 4))
     rows = []
     _, center, heading, half_width = robot_io.sim_route(task)
     with torch.no_grad():
-        for k in range(hw_steps):
+        for k in range(states):
             qpos = task.qpos[0].double().cpu().numpy()
             t[k], pos[k], quat[k] = k * env.step_dt, qpos[:3], qpos[3:7]
             rows.append(task.rays[0].double().cpu().numpy())
@@ -325,7 +330,7 @@ def sim_scan_episode(env: Any, steps: int, speed: float = 1.8, lookahead: float 
             env.sim.step(env.cfg.frame_skip)
             task.update(env.gen)
     scan = np.stack(rows)
-    zeros = np.zeros((hw_steps, 1))
+    zeros = np.zeros((states, 1))
     return Episode(path=Path("sim/world0"), robot="driving_sim", task="driving", joint_names=["steering"], t=t,
                    q=zeros, dq=zeros, tau=zeros, command=zeros[1:], command_held=np.zeros(steps, dtype=bool),
                    base_pos=pos, base_quat=quat, scan=scan, scan_angles=task.ray_angles.double().cpu().numpy(),
