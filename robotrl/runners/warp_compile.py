@@ -19,9 +19,10 @@ the broadphase kernel came out different, which is why the run's world count is 
 In front of an H200 (session 42) the GPU found 43 of the 52 modules it loaded in this cache and compiled
 9 itself (25 s): the 5 tile-Cholesky variants, and 4 whose CUDA code differs from the CPU trace's (a
 broadphase, a dense contact Jacobian, a tiled gradient, the iterative line search). Build: 36 s, 305 s cold.
-MuJoCo Warp chooses some kernel specializations by device in Python (``wp.get_device().is_cuda``: the
-threads per group of the dense elliptic-cone gradient, graph-conditional solver loops, SM-sized grids),
-so a trace on Warp's CPU device cannot produce those; the GPU compiles them on first use.
+A likely cause, not checked module by module: MuJoCo Warp chooses some kernel specializations by device
+in Python (``wp.get_device().is_cuda``: the threads per group of the dense elliptic-cone gradient,
+graph-conditional solver loops, SM-sized grids), which a trace on Warp's CPU device cannot produce; the
+GPU compiles such modules on first use.
 """
 
 from __future__ import annotations

@@ -11,11 +11,12 @@ same model runs on Warp's CPU device (the same kernel source), and ``compile_tra
 With a cache written this way for ``task=tool_use_gpu`` (by a prototype of ``robotrl warp-compile``
 with the same tracing, session 39), an H200's build took 45 s instead of 305 s: 42 of 52 modules
 loaded from the cache. The rest are kernels that Warp links at load time
-(cuSOLVERDx tile Cholesky, which needs the device), and kernels that MuJoCo Warp specializes by device
-in Python (``wp.get_device().is_cuda`` picks threads per group, graph-conditional loops and grid sizes),
-whose CUDA variants a CPU trace never builds; those still compile on the GPU, and the report lists the
-ones that failed here. Session 42's H200 run of the command's own cache: 43 of 52 modules cached, 4 of
-the 9 others specialized by device, build 36 s.
+(cuSOLVERDx tile Cholesky, which needs the device), and modules whose CUDA hash differs from the CPU
+trace's, likely because MuJoCo Warp specializes some kernels by device in Python
+(``wp.get_device().is_cuda`` picks threads per group, graph-conditional loops and grid sizes); those
+still compile on the GPU, and the report lists the ones that failed here. Session 42's H200 run of the
+command's own cache: 43 of 52 modules cached, 5 tile-Cholesky and 4 hash-differing ones compiled there,
+build 36 s.
 
 Warp's module tracing uses its internal launch path (``warp._src.context``), which is why the
 ``gpu`` extra pins the Warp version this was written against; a Warp without those functions is
