@@ -170,6 +170,8 @@ def plot_curves(rows: list[dict], keys: tuple[str, ...], path: Path, title: str)
     import matplotlib.pyplot as plt
 
     keys = tuple(k for k in keys if any(k in r for r in rows))
+    if not keys:
+        raise ValueError(f"no metrics to plot for {path}: the rows hold none of the recipe's curve keys")
     fig, axes = plt.subplots(1, len(keys), figsize=(3.6 * len(keys), 3.0), squeeze=False)
     for ax, key in zip(axes[0], keys, strict=True):
         picked = [r for r in rows if key in r]
