@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -71,10 +72,39 @@ def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: fl
     """Sim robot (lockstep) + policy node on a fresh domain; returns the sim's episode stats and the bag.
 
     The node runs slower than the policy's 66.7 Hz on purpose: in lockstep the sim's time does
-    not depend on the wall clock, and a longer period guarantees the sim has published the state
-    of step k before the node's tick k+1 even on this shared, loaded 2-core machine. At full rate
-    a late state would make the node act on the previous one, and the rollouts would diverge.
+    not depend on the wall clock, and a longer period lets the sim publish the state of step k
+    before the node's tick k+1 on this shared 2-core machine. A state later than the node's wait
+    (0.8 period) makes the node act on the previous one (its ``sync_timeouts`` counter), and the
+    rollouts diverge: the lockstep premise of the comparison broke, not the code under test. Such
+    a rollout is run once more (fresh domain and folder); the callers' assertions stay exact, and
+    a second desynchronized rollout is returned as it is, for them to fail on.
     """
+    for attempt in (1, 2):
+        folder = tmp_path / f"rollout{attempt}"
+        folder.mkdir()
+        got, bag = _rollout_once(spec_path, folder, episodes, timeout, rate_hz, episode_length_s, transport, robot,
+                                 sim_args, node_args)
+        desync = _sync_timeouts(folder / "bags")
+        if not desync:
+            break
+        warnings.warn(f"rollout {attempt} over {transport}: the node timed out waiting for {desync} lockstep "
+                      "state(s)" + ("; running it again" if attempt == 1 else ""), stacklevel=2)
+    return got, bag
+
+
+def _sync_timeouts(bags: Path) -> int:
+    """The node's ``sync_timeouts`` counter (cumulative) in the last ``/robotrl/status`` of its bags."""
+    last = 0
+    for bag in bags.iterdir():
+        status = read_bag(bag).get("/robotrl/status")
+        if status:
+            last = max(last, int({kv.key: kv.value for kv in status[-1][1].status[0].values}.get("sync_timeouts", 0)))
+    return last
+
+
+def _rollout_once(spec_path: Path, tmp_path: Path, episodes: int, timeout: float, rate_hz: float,
+                  episode_length_s: float | None, transport: str, robot: str, sim_args: tuple[str, ...],
+                  node_args: tuple[str, ...]) -> tuple[list[dict], Path]:
     from robotrl.deploy import msgs
     from robotrl.deploy.transport import RELIABLE_QOS, make_transport
 
