@@ -167,4 +167,4 @@ class MemoryTelemetry(Telemetry):
 
     def statuses(self) -> list[dict[str, str]]:
         """Every status report as ``{key: value}`` (the first DiagnosticStatus of each)."""
-        return [{kv.key: kv.value for kv in m.status[0].values} for k, m in self.reports if k == "status"]
+        return [msgs.status_values(m) for k, m in self.reports if k == "status"]

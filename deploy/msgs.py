@@ -21,6 +21,7 @@ annotations``): cyclonedds resolves the IDL field types from them.
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 try:
     import cyclonedds.idl.types as t
@@ -408,6 +409,16 @@ class DiagnosticArray(IdlStruct, typename=_tn("diagnostic_msgs/msg/DiagnosticArr
 
     header: Header = field(default_factory=Header)
     status: t.sequence[DiagnosticStatus] = field(default_factory=list)
+
+
+def status_values(msg: DiagnosticArray) -> dict[str, str]:
+    """The first status's key/value pairs of a ``DiagnosticArray`` ({} when it holds no status).
+
+    The node's ``/robotrl/status`` and the sim robot's ``/sim/episode`` carry their fields this way.
+    """
+    statuses = cast("list[DiagnosticStatus]", msg.status)  # t.sequence annotates a list
+    values = cast("list[KeyValue]", statuses[0].values) if statuses else []
+    return {kv.key: kv.value for kv in values}
 
 
 def stamp(seconds: float) -> Time:

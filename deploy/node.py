@@ -13,8 +13,11 @@ rclpy), ``domain_id`` (default ``$ROS_DOMAIN_ID`` or 0), ``localhost_only``, ``r
 ``shutdown_s`` (how long the safe command is sent after SIGINT/SIGTERM), ``log_level``,
 ``rt_priority`` (SCHED_FIFO priority 1-99 for the control loop; 0 = normal scheduling),
 ``sync_inputs`` (rehearsals with ``robotrl-sim-robot lockstep:=true`` only: each period waits, up
-to 0.8 period, for inputs whose ``header.stamp`` is newer than the last used and equal across
-inputs, so every command answers the state of the step before; never on hardware),
+to ``sync_wait_periods`` periods, for inputs whose ``header.stamp`` is newer than the last used and
+equal across inputs, so every command answers the state of the step before; never on hardware),
+``sync_wait_periods`` (default 0.8: the tick keeps its deadline; a rehearsal on a loaded machine may
+wait longer, e.g. 4, and then counts the periods its ticks overran as ``missed_periods``; a wait that
+still times out uses the older state and counts ``sync_timeouts``),
 ``use_sim_time`` (rclpy: the node's ROS clock follows ``/clock``; deadlines and input ages stay
 on the monotonic clock), ``scenario`` (the task's scenario parameters of the episodes this run
 records, a mapping ``scenario:="{tool_family: 2, friction: 0.6}"`` or a YAML file of one; each bag's
@@ -63,7 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "policy": "", "robot": "", "transport": "auto", "domain_id": None, "localhost_only": False,
     "record_dir": "", "bag_version": 9, "auto_arm": None, "rate_hz": None, "duration_s": 0.0,
     "shutdown_s": 0.1, "log_level": "INFO", "rt_priority": 0, "sync_inputs": False, "use_sim_time": False,
-    "scenario": "",
+    "scenario": "", "sync_wait_periods": 0.8,
 }
 LEVEL = {Mode.PASSIVE: 0, Mode.SOFT_START: 0, Mode.POLICY: 0, Mode.HOLD: 1, Mode.DAMP: 2}
 
@@ -109,6 +112,10 @@ class PolicyNode:
         self.period = 1.0 / float(rate)
         if abs(self.period - self.spec["step_dt"]) > 1e-6:
             log.warning("running at %.1f Hz; the policy was trained at %.1f Hz", rate, 1.0 / self.spec["step_dt"])
+        self.sync_wait = float(params.get("sync_wait_periods", DEFAULTS["sync_wait_periods"]))
+        if not math.isfinite(self.sync_wait) or self.sync_wait <= 0:
+            raise ValueError(f"sync_wait_periods={params.get('sync_wait_periods')!r}: give a positive number of "
+                             "control periods (0.8 keeps every tick on its deadline).")
         self.auto_arm = self.profile.auto_arm if params["auto_arm"] is None else bool(params["auto_arm"])
         self.chain = SafetyChain(self.spec, self.profile, self.period)
         self.required = required_inputs(self.spec["obs_terms"])
@@ -213,7 +220,7 @@ class PolicyNode:
         wall_ns = time.time_ns()
         self._drain_inputs(now, wall_ns)
         if self.params["sync_inputs"] and self.chain.mode in (Mode.SOFT_START, Mode.POLICY):
-            now = self._wait_for_sync(deadline + 0.8 * self.period, wall_ns)
+            now = self._wait_for_sync(deadline + self.sync_wait * self.period, wall_ns)
         if (self.auto_arm and self.chain.mode == Mode.PASSIVE and not self.chain.faults
                 and all(self._arm_conditions(now).values())):
             self._arm(now)

@@ -93,9 +93,9 @@ def free_domain() -> int:
 def spawn(args: list[str], domain: int, log_path: Path) -> subprocess.Popen:
     """Start a console-script module as a real process on ``domain``, localhost only."""
     env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONUNBUFFERED": "1"}
-    log = open(log_path, "w")
-    return subprocess.Popen([sys.executable, "-m", *args, "localhost_only:=true"], stdout=log,
-                            stderr=subprocess.STDOUT, env=env, cwd=REPO)
+    with open(log_path, "w") as log:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen([sys.executable, "-m", *args, "localhost_only:=true"], stdout=log,
+                                stderr=subprocess.STDOUT, env=env, cwd=REPO)
 
 
 def stop(proc: subprocess.Popen, timeout: float = 5.0) -> int:
@@ -178,7 +178,7 @@ class DdsRobotPeer:
                 if self.heartbeat:
                     self.pub_estop.publish(m.Bool(data=False))
             for t, s in self.sub_status.take():
-                self.statuses.append((t, {kv.key: kv.value for kv in s.status[0].values}))
+                self.statuses.append((t, self.msgs.status_values(s)))
             for t, c in self.sub_cmd.take():
                 self.commands.append((t, list(getattr(c, "data", None) or c.points[0].positions)))
             time.sleep(0.001)

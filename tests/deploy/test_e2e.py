@@ -73,11 +73,12 @@ def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: fl
 
     The node runs slower than the policy's 66.7 Hz on purpose: in lockstep the sim's time does
     not depend on the wall clock, and a longer period lets the sim publish the state of step k
-    before the node's tick k+1 on this shared 2-core machine. A state later than the node's wait
-    (0.8 period) makes the node act on the previous one (its ``sync_timeouts`` counter), and the
-    rollouts diverge: the lockstep premise of the comparison broke, not the code under test. Such
-    a rollout is run once more (fresh domain and folder); the callers' assertions stay exact, and
-    a second desynchronized rollout is returned as it is, for them to fail on.
+    before the node's tick k+1 on this shared 2-core machine, and the node waits up to 4 periods
+    for it (``sync_wait_periods:=4``; the default 0.8 keeps a real robot's deadlines). A state later
+    still makes the node act on the previous one (its ``sync_timeouts`` counter), and the rollouts
+    diverge: the lockstep premise of the comparison broke, not the code under test. Such a rollout
+    is run once more (fresh domain and folder); the callers' assertions stay exact, and a second
+    desynchronized rollout is returned as it is, for them to fail on.
     """
     for attempt in (1, 2):
         folder = tmp_path / f"rollout{attempt}"
@@ -94,11 +95,13 @@ def rollout_over_dds(spec_path: Path, tmp_path: Path, episodes: int, timeout: fl
 
 def _sync_timeouts(bags: Path) -> int:
     """The node's ``sync_timeouts`` counter (cumulative) in the last ``/robotrl/status`` of its bags."""
+    from robotrl.deploy import msgs
+
     last = 0
     for bag in bags.iterdir():
         status = read_bag(bag).get("/robotrl/status")
         if status:
-            last = max(last, int({kv.key: kv.value for kv in status[-1][1].status[0].values}.get("sync_timeouts", 0)))
+            last = max(last, int(msgs.status_values(status[-1][1]).get("sync_timeouts", 0)))
     return last
 
 
@@ -117,13 +120,13 @@ def _rollout_once(spec_path: Path, tmp_path: Path, episodes: int, timeout: float
                  f"robot:={robot}", f"transport:={transport}", *extra, *sim_args], domain, tmp_path / "sim.log")
     node = spawn(["robotrl.deploy.node", f"policy:={spec_path}", f"robot:={robot}", f"record_dir:={bags}",
                   f"transport:={transport}", "log_level:=WARNING", f"rate_hz:={rate_hz}", "sync_inputs:=true",
-                  *node_args], domain,
+                  "sync_wait_periods:=4", *node_args], domain,
                  tmp_path / "node.log")
     got: list[dict] = []
     try:
         end = time.monotonic() + timeout
         while len(got) < episodes and time.monotonic() < end and sim.poll() in (None, 0):
-            got += [{kv.key: kv.value for kv in m.status[0].values} for _, m in sub.take()]
+            got += [msgs.status_values(m) for _, m in sub.take()]
             time.sleep(0.05)
         assert len(got) >= episodes, (tmp_path / "sim.log").read_text()[-2000:]
     finally:
@@ -436,6 +439,8 @@ def test_tool_use_rollout_over_dds_matches_in_process(tool_use_export, tmp_path,
     ``ToolUseTask.observe`` step for step, and the episode's return is the in-process one."""
     if transport == "rclpy":
         pytest.importorskip("rclpy", reason="transport=rclpy needs the ros2 extra: pip install 'robotrl[ros2]'")
+    from robotrl.deploy import msgs
+
     run, _, spec_path = tool_use_export
     spec = json.loads(spec_path.read_text())
     ref_returns, ref_qpos, ref_obs = in_process(spec, run, episodes=1, episode_length_s=0.6)
@@ -449,7 +454,7 @@ def test_tool_use_rollout_over_dds_matches_in_process(tool_use_export, tmp_path,
     topics, recorded, steps, per_term = _bag_observation_errors(bag, spec, ref_obs, length, (
         "/joint_states", "/object_pose", "/robotrl/goal_pose", "/robotrl/object_box", "/robotrl/observation",
         "/position_controller/commands"))
-    status = {kv.key: kv.value for kv in topics["/robotrl/status"][-1][1].status[0].values}
+    status = msgs.status_values(topics["/robotrl/status"][-1][1])
     # float64 on the robot, float32 in TaskEnv (measured max 7e-7 over 50 steps at 10 Hz); a command that answered an
     # older state (a sync time-out) or a wrong frame, sign or joint order gives errors of order 1e-2 to 1
     first = int(np.argmax(steps.max(axis=1) >= 1e-3))

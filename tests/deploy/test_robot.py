@@ -254,3 +254,55 @@ def test_node_refuses_a_robot_with_other_joints(tmp_path):
     with pytest.raises(ValueError, match="joint_names"):
         PolicyNode({**DEFAULTS, "policy": str(spec), "robot": "example_arm"}, robot=robot,
                    telemetry=MemoryTelemetry())
+
+
+class _ReadingClock(ManualClock):
+    """A manual clock that moves 1 ms each time it is read (so a node's wait loop ends)."""
+
+    def __call__(self) -> float:
+        self.t += 1e-3
+        return self.t
+
+
+@pytest.mark.parametrize("wait_periods", [0.8, 3.0])
+def test_sync_inputs_waits_sync_wait_periods_for_a_new_state_then_counts_a_timeout(tmp_path, wait_periods):
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from robotrl.deploy.node import DEFAULTS, PolicyNode
+
+    from tests.deploy.helpers import affine_policy
+
+    spec = affine_policy(tmp_path, JOINTS, PERIOD, bias=0.5)
+    clock = _ReadingClock()
+    robot, telemetry = FakeRobot(arm(soft_start_s=0.0), JOINTS, clock, PERIOD), MemoryTelemetry()
+    node = PolicyNode({**DEFAULTS, "policy": str(spec), "robot": "example_arm", "shutdown_s": 0.0,
+                       "sync_inputs": True, "sync_wait_periods": str(wait_periods)},
+                      robot=robot, telemetry=telemetry, clock=clock)
+    robot.heartbeat = True
+    robot.request_arm()
+    for _ in range(3):
+        node.tick(clock.advance(PERIOD))
+    assert node.chain.mode.value == "POLICY"
+    deadline = clock.advance(PERIOD)
+    node.tick(deadline)  # a new state each read: no wait
+    assert clock() - deadline < 0.5 * PERIOD and node.chain.counters["sync_timeouts"] == 0
+    robot.streaming = robot.streaming - {"joint_states"}  # the lockstep sim is late: no newer state
+    deadline = clock.advance(PERIOD)
+    node.tick(deadline)
+    waited = clock() - deadline
+    assert wait_periods * PERIOD <= waited < wait_periods * PERIOD + 0.01
+    assert node.chain.counters["sync_timeouts"] == 1
+
+
+@pytest.mark.parametrize("value", [0, -1, "nan"])
+def test_bad_sync_wait_periods_is_an_error_that_names_it(tmp_path, value):
+    pytest.importorskip("onnx")
+    from robotrl.deploy.node import DEFAULTS, PolicyNode
+
+    from tests.deploy.helpers import affine_policy
+
+    spec = affine_policy(tmp_path, JOINTS, PERIOD, bias=0.0)
+    robot = FakeRobot(arm(), JOINTS)
+    with pytest.raises(ValueError, match="sync_wait_periods"):
+        PolicyNode({**DEFAULTS, "policy": str(spec), "robot": "example_arm", "sync_wait_periods": value},
+                   robot=robot, telemetry=MemoryTelemetry())
