@@ -2,7 +2,8 @@
 
 Publishes (RELIABLE, KEEP_LAST 1, so default-QoS ROS subscribers receive it; stamped with wall
 time, or with simulation time from 0 and a ``/clock`` topic under ``use_sim_time:=true``)
-``/joint_states`` (by joint name; effort = applied control), and for a floating
+``/joint_states`` (by joint name; effort = the joint torque or force the actuators applied in the
+last physics step, MuJoCo's ``qfrc_actuator``), and for a floating
 base ``/imu/data`` (orientation, body-frame angular velocity) and ``/odom`` (pose; twist in
 the body frame, ``child_frame_id`` = root body), plus the task's velocity command on
 ``/cmd_vel`` (``publish_command``) and, when an episode ends, its return, length and
@@ -203,7 +204,7 @@ class SimRobot:
         """Publish joint states, IMU, odometry and the task command of world 0."""
         qpos = self.env.sim.bind("qpos")[0].cpu().numpy().astype(np.float64)
         qvel = self.env.sim.bind("qvel")[0].cpu().numpy().astype(np.float64)
-        ctrl = self.env.sim.bind("ctrl")[0].cpu().numpy().astype(np.float64)
+        torque = self.env.sim.bind("qfrc_actuator")[0].cpu().numpy().astype(np.float64)
         # stamped when the state was reached (sim time with use_sim_time, else wall time): a republished
         # state keeps its stamp
         header = msgs.Header(stamp=self._stamp, frame_id="")
@@ -218,7 +219,7 @@ class SimRobot:
         else:
             self.pub_js.publish(msgs.JointState(header=header, name=list(self.joints),
                                                 position=qpos[self.qadr].tolist(), velocity=qvel[self.vadr].tolist(),
-                                                effort=ctrl.tolist()))
+                                                effort=torque[self.vadr].tolist()))
         if self.pub_scan is not None:
             assert self.hook is not None  # pub_scan exists only with a sim_scan hook (__init__)
             scan = self.hook.sim_scan(self.task)

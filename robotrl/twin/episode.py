@@ -47,7 +47,7 @@ class Episode:
         task: task name from the bag's metadata ("" if absent).
         joint_names: ``(J,)`` the profile's joint names (controller order).
         t: ``(T,)`` seconds since the first state (header stamps).
-        q, dq, tau: ``(T, J)`` joint positions, velocities and efforts.
+        q, dq, tau: ``(T, J)`` joint positions, velocities and efforts (the applied joint torques or forces).
         command: ``(T - 1, J)`` the command in force from state ``k`` to ``k + 1``.
         command_held: ``(T - 1,)`` bool, True where no new command arrived in that interval.
         base_pos: ``(T, 3)`` odometry position, or None without a floating base.

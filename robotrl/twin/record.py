@@ -2,8 +2,8 @@
 
 ``record_episode`` runs one world of a task in process, the way ``robotrl-sim-robot`` plus
 the policy node run it over DDS, and writes what the node records: the profile's
-``joint_states`` (effort = the applied actuator input), ``imu`` and ``odom`` topics for a
-floating base, the command on the profile's output topic (controller joint order),
+``joint_states`` (effort = the joint torque the actuators applied, ``qfrc_actuator``), ``imu``
+and ``odom`` topics for a floating base, the command on the profile's output topic (controller joint order),
 ``<debug_prefix>/observation|action``, the task's velocity command on ``cmd_vel``, the task's
 perception inputs where its deploy hook has ``sim_inputs`` (tool_use: ``object_pose``,
 ``goal_pose``, ``object_box``), as ``robotrl-sim-robot`` publishes them, and, at the end,
@@ -120,12 +120,12 @@ class _Writer:
         m, t = self.msgs, self.profile.topics
         qpos = self.env.sim.bind("qpos")[0].numpy().astype(np.float64)
         qvel = self.env.sim.bind("qvel")[0].numpy().astype(np.float64)
-        ctrl = self.env.sim.bind("ctrl")[0].numpy().astype(np.float64)
+        torque = self.env.sim.bind("qfrc_actuator")[0].numpy().astype(np.float64)
         log_ns = _T0_NS + round(k * self.period * 1e9)
         header = m.Header(stamp=m.stamp(k * self.period), frame_id="")
         self.bag.write(t.joint_states, m.JointState(header=header, name=self.names, position=qpos[self.qadr].tolist(),
                                                     velocity=qvel[self.vadr].tolist(),
-                                                    effort=ctrl[self.act].tolist()), log_ns)
+                                                    effort=torque[self.vadr].tolist()), log_ns)
         if self.floating:
             w, x, y, z = qpos[3:7]
             quat, ang = m.Quaternion(x=x, y=y, z=z, w=w), m.Vector3(*qvel[3:6].tolist())

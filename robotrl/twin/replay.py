@@ -47,7 +47,8 @@ class Rollout:
     """Twin trajectories of every world, ``W = E * C`` worlds, ``T`` states (padded to the longest episode).
 
     Attributes:
-        q, dq, tau: ``(W, T, J)`` joint positions, velocities, applied actuator inputs.
+        q, dq, tau: ``(W, T, J)`` joint positions, velocities, and the joint torques the actuators applied
+            (``qfrc_actuator``, as the recorder's and the sim robot's ``JointState.effort``).
         base_pos: ``(W, T, 3)`` or None.
         length: ``(W,)`` valid states per world (its episode's length).
         success: ``(W,)`` bool task success at the episode's last state (closed loop only, else None).
@@ -231,8 +232,9 @@ class Twin:
         return out
 
     def _record(self, out: dict[str, np.ndarray], k: int) -> None:
-        qpos, qvel, ctrl = self.sim.bind("qpos").numpy(), self.sim.bind("qvel").numpy(), self.sim.bind("ctrl").numpy()
-        out["q"][:, k], out["dq"][:, k], out["tau"][:, k] = qpos[:, self.qadr], qvel[:, self.vadr], ctrl[:, self.act]
+        qpos, qvel = self.sim.bind("qpos").numpy(), self.sim.bind("qvel").numpy()
+        torque = self.sim.bind("qfrc_actuator").numpy()
+        out["q"][:, k], out["dq"][:, k], out["tau"][:, k] = qpos[:, self.qadr], qvel[:, self.vadr], torque[:, self.vadr]
         if out.get("base_pos") is not None:
             out["base_pos"][:, k] = qpos[:, 0:3]
 

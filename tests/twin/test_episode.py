@@ -20,8 +20,14 @@ def test_episode_has_aligned_states_commands_and_base(nominal_bag, humanoid_prof
     assert ep.dt == pytest.approx(0.015)
     assert ep.observation.shape[0] == T - 1 and ep.action.shape == (T - 1, 17)
     assert ep.cmd_vel.shape == (T, 2)
-    # effort is the applied input: the command of step k shows up in the state after it
-    assert np.allclose(ep.tau[1:], ep.command)
+    # effort is the joint torque the motors applied (qfrc_actuator): gear * command of step k, in the state after
+    # it; the humanoid's motors take commands in [-0.4, 0.4], so a torque is not its command
+    from robotrl.twin.record import actuator_ids, make_task_env
+
+    model = make_task_env("humanoid").sim.model
+    gear = model.actuator_gear[actuator_ids(model, ep.joint_names), 0]
+    assert (gear > 1.0).all()
+    assert np.allclose(ep.tau[1:], gear * ep.command)
 
 
 def test_joints_are_mapped_by_name_not_index(nominal_bag, humanoid_profile, tmp_path):

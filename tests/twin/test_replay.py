@@ -14,6 +14,19 @@ def test_open_loop_reproduces_nominal_bag_to_1e6(nominal_bag):
     assert np.abs(roll.q[0] - ep.q).max() < 1e-6
     assert np.abs(roll.dq[0] - ep.dq).max() < 1e-6
     assert np.abs(roll.base_pos[0] - ep.base_pos).max() < 1e-6
+    assert np.abs(roll.tau[0, 1:] - ep.tau[1:]).max() < 1e-6
+
+
+def test_teacher_forced_torque_error_shows_the_actuator_gain_gap(perturbed_bag):
+    """The bag's effort is the applied joint torque, so a weaker motor (gain 0.85) shows up in tau even when
+    teacher forcing keeps q on the record: 15% of each torque, and nothing under the true physics."""
+    bag, truth = perturbed_bag
+    ep = load_episode(bag)
+    roll = Twin("humanoid", [ep], [Physics(), truth], nthread=1).teacher_forced(1)
+    nominal, true = roll.tau[0, 1:], roll.tau[1, 1:]
+    assert np.abs(true - ep.tau[1:]).max() < 1e-6
+    moving = np.abs(nominal) > 1e-3
+    assert np.allclose(ep.tau[1:][moving] / nominal[moving], truth.actuator_gain)
 
 
 def test_candidates_are_parallel_worlds_and_only_the_truth_reproduces(perturbed_bag):
