@@ -28,6 +28,7 @@ from robotrl.tasks.tool_use import constants as C
 from robotrl.tasks.tool_use import tools
 from robotrl.tasks.tool_use.language.config import ToolUseLanguageConfig
 from robotrl.tasks.tool_use.language.instructions import instruction_list
+from robotrl.tasks.tool_use.scene import look_at
 
 from robotrl.rotations import uniform
 
@@ -37,14 +38,6 @@ FAMILY_RGBA = {"hammer": [0.8, 0.2, 0.15, 1], "screwdriver": [0.95, 0.75, 0.1, 1
 TIP_OFFSET = -0.04  # m, tip site below the gripper body origin
 CAMERA = "front"
 TIMESTEP = 0.01  # s; no hand contacts here, so twice the hand task's step
-
-
-def _look_at(pos: list[float], target: list[float]) -> list[float]:
-    forward = np.asarray(target, float) - np.asarray(pos, float)
-    x = np.cross(forward, [0.0, 0.0, 1.0])
-    x /= np.linalg.norm(x)
-    y = np.cross(x, forward)
-    return [*x.tolist(), *(y / np.linalg.norm(y)).tolist()]
 
 
 def build_scene(cfg: ToolUseLanguageConfig, specs: list[tools.ToolSpec]) -> mujoco.MjSpec:
@@ -60,7 +53,7 @@ def build_scene(cfg: ToolUseLanguageConfig, specs: list[tools.ToolSpec]) -> mujo
     world.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[1.0, 1.0, 0.05],
                    rgba=[0.85, 0.85, 0.8, 1], contype=C.TABLE_CONTYPE, conaffinity=C.TABLE_CONAFFINITY)
     cam = [cfg.slot_x - 0.32, 0.0, 0.45]
-    world.add_camera(name=CAMERA, pos=cam, xyaxes=_look_at(cam, [cfg.slot_x + 0.02, 0.0, 0.0]), fovy=60)
+    world.add_camera(name=CAMERA, pos=cam, xyaxes=look_at(cam, [cfg.slot_x + 0.02, 0.0, 0.0]), fovy=60)
     for k, tool in enumerate(specs):
         body = tools.add_tool(world, tool, name=f"tool{k}", pos=(cfg.slot_x, cfg.slot_y[k], tools.rest_height(tool)))
         for geom in body.geoms:
