@@ -13,7 +13,7 @@ import torch
 
 from robotrl.twin.calibrate import calibrate
 from robotrl.twin.episode import load_episode
-from robotrl.twin.metrics import divergence_time
+from robotrl.twin.metrics import divergence_time, joint_errors
 from robotrl.twin.physics import Physics
 from robotrl.twin.record import record_episode
 from robotrl.twin.replay import Twin
@@ -54,4 +54,15 @@ def calib_row(task, dim, truth, steps, amp, profile=None):
         row[f"{p}_rel_err_pct"] = round(100 * abs(getattr(res.physics, p) / getattr(truth, p) - 1), 3)
         row[f"{p}_ci95"] = res.intervals[p]
     row["divergence_improvement_x"] = row["divergence_after_s"] / max(row["divergence_before_s"], 1e-9)
+    # joint torques (the bags' effort, qfrc_actuator): open loop, and teacher forced every step, where q stays on
+    # the record and the torque error is the model's own (a gain gap shows there, drift does not)
+    for mode, rollout in (("open", roll), ("forced1", twin.teacher_forced(1))):
+        for c, when in ((0, "before"), (1, "after")):
+            rmse = [np.mean(joint_errors(rollout.tau[w, 1:ep.num_steps], ep.tau[1:])["rmse"])
+                    for w in range(rollout.tau.shape[0]) if int(rollout.candidate[w]) == c
+                    for ep in [eps[rollout.episode[w]]]]
+            row[f"tau_rmse_{mode}_{when}"] = float(np.mean(rmse))
+        after = row[f"tau_rmse_{mode}_after"]  # 0 up to round-off after an exact fit: no ratio then
+        row[f"tau_rmse_{mode}_improvement_x"] = (round(row[f"tau_rmse_{mode}_before"] / after, 1)
+                                                 if after > 1e-6 else None)
     return row
