@@ -30,7 +30,11 @@ def episode_metrics(ep: Episode, roll: Rollout, world: int, eps: float = 0.05, m
 
 def write_report(out_dir: str | Path, episodes: list[Episode], rolls: dict[str, Rollout],
                  extra: dict[str, Any] | None = None) -> tuple[Path, list[Path]]:
-    """``report.json`` plus one overlay PNG per episode (real against each named rollout, e.g. before/after)."""
+    """``report.json`` plus one overlay PNG per episode.
+
+    Each PNG has the joint positions and torques of the first 6 joints, real against each named rollout
+    (e.g. before/after calibration).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -44,14 +48,20 @@ def write_report(out_dir: str | Path, episodes: list[Episode], rolls: dict[str, 
         body["rollouts"][name] = [episode_metrics(episodes[roll.episode[w]], roll, w) for w in range(len(roll.length))]
     for e, ep in enumerate(episodes):
         J = min(6, len(ep.joint_names))
-        fig, axes = plt.subplots(J, 1, figsize=(8, 1.6 * J), sharex=True)
-        for j, ax in enumerate(np.atleast_1d(axes)):
-            ax.plot(ep.t, ep.q[:, j], "k", lw=2, label="real")
-            for name, roll in rolls.items():
-                w = int(np.flatnonzero(roll.episode == e)[0])
-                ax.plot(ep.t, roll.q[w, : ep.num_steps, j], lw=1, label=name)
-            ax.set_ylabel(ep.joint_names[j], fontsize=7)
-        np.atleast_1d(axes)[0].legend(fontsize=7)
+        fig, axes = plt.subplots(J, 2, figsize=(12, 1.6 * J), sharex=True, squeeze=False)
+        for j in range(J):
+            for col, (key, unit) in enumerate((("q", "rad"), ("tau", "N m"))):
+                ax = axes[j, col]
+                ax.plot(ep.t, getattr(ep, key)[:, j], "k", lw=2, label="real")
+                for name, roll in rolls.items():
+                    w = int(np.flatnonzero(roll.episode == e)[0])
+                    ax.plot(ep.t, getattr(roll, key)[w, : ep.num_steps, j], lw=1, label=name)
+                ax.set_ylabel(f"{ep.joint_names[j]}\n{key} ({unit})", fontsize=7)
+        axes[0, 0].set_title("joint position", fontsize=8)
+        axes[0, 1].set_title("joint torque (effort)", fontsize=8)
+        axes[0, 0].legend(fontsize=7)
+        for ax in axes[-1]:
+            ax.set_xlabel("t (s)", fontsize=7)
         fig.tight_layout()
         path = out / f"{ep.path.name}_overlay.png"
         fig.savefig(path, dpi=80)
