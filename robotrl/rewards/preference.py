@@ -113,7 +113,7 @@ class RewardEnsemble(nn.Module):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            last = float(loss) / len(self.members)
+            last = loss.item() / len(self.members)
         return last
 
     @torch.no_grad()
