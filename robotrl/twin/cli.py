@@ -26,6 +26,7 @@ for training), not reproduced -> dynamics gap (bags linked under <out>/dynamics_
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 
@@ -101,7 +102,13 @@ def main(argv: list[str] | None = None) -> int:
                 key = name if engine == "mujoco" else f"{name}_{engine}"
                 rolls[key] = Twin(task, episodes, [phys], engine=engine).open_loop()
         report, pngs = write_report(args.get("out", "twin_report"), episodes, rolls)
-        log.info("wrote %s and %d overlays", report, len(pngs))
+        summary = json.loads(report.read_text())["summary"]
+        log.info("%-24s %10s %10s %10s %14s", "rollout", "q rad", "dq rad/s", "tau N m", "divergence s")
+        for name, row in summary.items():
+            log.info("%-24s %10.4g %10.4g %10.4g %14.3g", name, row["q_rmse"], row["dq_rmse"], row["tau_rmse"],
+                     row["divergence_time_s"])
+        log.info("wrote %s and %d overlays (mean per-joint RMSE over %d episode(s))", report, len(pngs),
+                 len(episodes))
         return 0
     from pathlib import Path
 

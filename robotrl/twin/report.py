@@ -28,6 +28,24 @@ def episode_metrics(ep: Episode, roll: Rollout, world: int, eps: float = 0.05, m
     return out
 
 
+def summarize_rollouts(rollouts: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, float]]:
+    """Per rollout name, the means over its episodes of ``episode_metrics`` rows.
+
+    Keys: ``q_rmse`` (rad), ``dq_rmse`` (rad/s) and ``tau_rmse`` (N m), each the joint-mean RMSE;
+    ``divergence_time_s`` (an episode that never diverges counts its length); ``base_drift_final_m``
+    when the episodes record a base.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for name, rows in rollouts.items():
+        summary = {f"{key}_rmse": float(np.mean([np.mean(r[key]["rmse"]) for r in rows])) for key in ("q", "dq", "tau")}
+        summary["divergence_time_s"] = float(np.mean([r["divergence_time_s"] for r in rows]))
+        drift = [r["base_drift_m"]["final"] for r in rows if isinstance(r.get("base_drift_m"), dict)]
+        if drift:
+            summary["base_drift_final_m"] = float(np.mean(drift))
+        out[name] = summary
+    return out
+
+
 def write_report(out_dir: str | Path, episodes: list[Episode], rolls: dict[str, Rollout],
                  extra: dict[str, Any] | None = None) -> tuple[Path, list[Path]]:
     """``report.json`` plus one overlay PNG per episode.
@@ -46,6 +64,7 @@ def write_report(out_dir: str | Path, episodes: list[Episode], rolls: dict[str, 
     pngs = []
     for name, roll in rolls.items():
         body["rollouts"][name] = [episode_metrics(episodes[roll.episode[w]], roll, w) for w in range(len(roll.length))]
+    body["summary"] = summarize_rollouts(body["rollouts"])
     for e, ep in enumerate(episodes):
         J = min(6, len(ep.joint_names))
         fig, axes = plt.subplots(J, 2, figsize=(12, 1.6 * J), sharex=True, squeeze=False)
