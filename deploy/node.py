@@ -243,15 +243,21 @@ class PolicyNode:
             self._publish_status(result.events, now, wall_ns)
 
     def _wait_for_sync(self, until: float, wall_ns: int) -> float:
+        """Wait until ``until`` for equal, new input stamps; returns the time the wait ended.
+
+        A stop request ends the wait without counting a time-out: a rehearsal's sim that has run its
+        episodes sends no more states, and SIGINT must not wait out ``sync_wait_periods``.
+        """
         times = self.state.header_time
-        while self.clock() < until:
+        while True:
             stamps = {times.get(s) for s in self.required}
-            if len(stamps) == 1 and None not in stamps and stamps.pop() != self._last_synced:
+            if (len(stamps) == 1 and None not in stamps and stamps.pop() != self._last_synced) or self._stop:
+                break
+            if self.clock() >= until:
+                self.chain.counters["sync_timeouts"] += 1
                 break
             time.sleep(0.0002)
             self._drain_inputs(self.clock(), wall_ns)
-        else:
-            self.chain.counters["sync_timeouts"] += 1
         return self.clock()
 
     def _report(self, key: str, msg: Any, wall_ns: int | None) -> None:

@@ -306,3 +306,26 @@ def test_bad_sync_wait_periods_is_an_error_that_names_it(tmp_path, value):
     with pytest.raises(ValueError, match="sync_wait_periods"):
         PolicyNode({**DEFAULTS, "policy": str(spec), "robot": "example_arm", "sync_wait_periods": value},
                    robot=robot, telemetry=MemoryTelemetry())
+
+
+def test_a_stop_request_ends_the_sync_wait_at_once_without_counting_a_timeout(tmp_path):
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from robotrl.deploy.node import DEFAULTS, PolicyNode
+
+    from tests.deploy.helpers import affine_policy
+
+    spec = affine_policy(tmp_path, JOINTS, PERIOD, bias=0.5)
+    clock = _ReadingClock()
+    robot, telemetry = FakeRobot(arm(soft_start_s=0.0), JOINTS, clock, PERIOD), MemoryTelemetry()
+    node = PolicyNode({**DEFAULTS, "policy": str(spec), "robot": "example_arm", "shutdown_s": 0.0,
+                       "sync_inputs": True, "sync_wait_periods": 4.0}, robot=robot, telemetry=telemetry, clock=clock)
+    robot.heartbeat = True
+    robot.request_arm()
+    for _ in range(3):
+        node.tick(clock.advance(PERIOD))
+    robot.streaming = robot.streaming - {"joint_states"}  # the sim has finished: no state comes
+    node.request_stop()
+    deadline = clock.advance(PERIOD)
+    node.tick(deadline)
+    assert clock() - deadline < 0.5 * PERIOD and node.chain.counters["sync_timeouts"] == 0
