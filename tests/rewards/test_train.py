@@ -52,7 +52,7 @@ def test_text_decay_pulls_the_residual_head_toward_the_identity(mix):
                                  text_mix=mix)
         heads, losses = fit_heads(cfg, feats, labels, train, text, offsets)
         assert np.isfinite(losses).all() and losses[-1] < losses[0]
-        dev[decay] = float(heads.text_deviation())
+        dev[decay] = heads.text_deviation().item()
     assert 0.0 < dev[1.0] < 0.5 * dev[0.0]
 
 
