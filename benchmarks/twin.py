@@ -4,6 +4,7 @@
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining        # synthetic miner vs uniform (seconds)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_narrowed  # synthetic narrowed policy, baselines
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_validate  # the same, regions re-tested on fresh draws
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_refine  # robotrl twin mine's defaults, refine 0 / 0.25
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted train # driving planted weakness, one stage
     # per call (train, mine, heldout, retrain_mined, retrain_control, eval), each < 10 min; state in TWIN_PLANT_DIR
     # mining options after the stage: planted mine baseline=reference min_leaf=16 (written to the section
@@ -109,7 +110,7 @@ from robotrl.twin.physics import Physics
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from twin_calibration import calib_row  # noqa: E402
-from twin_mining import mining_rows, narrowed_rows, validate_rows  # noqa: E402
+from twin_mining import mining_rows, narrowed_rows, refine_rows, validate_rows  # noqa: E402
 from twin_planted import (  # noqa: E402
     _OLD_MINE_OPTIONS,
     MINE_OPTIONS,
@@ -174,6 +175,11 @@ def main():
         for k, v in validated["summary"].items():
             print(f"{k:55s} {v}")
         _merge("mining_validate", validated)
+    if mode == "mining_refine":
+        refined = refine_rows()
+        for k, v in refined["summary"].items():
+            print(f"{k:55s} {v}")
+        _merge("mining_refine", refined)
     if mode in ("sim2sim", "all"):
         rows = sim2sim_rows()
         for row in rows:

@@ -148,3 +148,46 @@ def mining_rows(budgets=(200, 400, 800), seeds=range(5)):
             summary[f"{m}_budget{budget}_failures_seen_mean"] = float(np.mean([r["failures_seen"] for r in rs]))
     return {"planted_box": PLANTED, "planted_volume_pct": 2.0, "seeds": len(list(seeds)), "summary": summary,
             "runs": rows}
+
+
+def refine_rows(seeds=range(10), refines=(0.0, 0.25)):
+    """The miner with and without ``refine``, and uniform draws, at ``robotrl twin mine``'s defaults (min_leaf 8,
+    validate 0.2): on the synthetic planted box (sharp edges; coverage of its volume) and on the narrowed
+    stand-in (a failure rate rising gradually below friction 1.0; coverage of its failures, baseline reference)."""
+    import sys
+
+    from robotrl.twin.mine import failure_coverage, inside_regions
+
+    rng = np.random.default_rng(99)
+    hx = np.column_stack([p.low + rng.random(20000) * (p.high - p.low) for p in NARROWED_PARAMS])
+    hf = rng.random(20000) < narrowed_failure_prob(hx)
+    planted = hx[:, 0] < 1.0
+    arms = [("miner", False, r) for r in refines] + [("uniform", True, 0.0)]
+    summary = {}
+    for case, budgets in (("synthetic", (400, 800)), ("narrowed", (512, 1024))):
+        for budget in budgets:
+            for name, uniform, refine in arms:
+                covs, false = [], []
+                for seed in seeds:
+                    if case == "synthetic":
+                        res = mine(synthetic_policy, SYN_PARAMS, budget, rounds=4, seed=seed, uniform_only=uniform,
+                                   min_leaf=8, validate=0.2, refine=refine)
+                        cov, n_false = region_coverage(res.regions, PLANTED, SYN_PARAMS)
+                        covs.append(100 * cov)
+                        false.append(n_false)
+                    else:
+                        pol_rng = np.random.default_rng(seed)
+                        res = mine(lambda x, r=pol_rng: r.random(len(x)) >= narrowed_failure_prob(x),
+                                   NARROWED_PARAMS, budget, rounds=4, seed=seed, uniform_only=uniform, min_leaf=8,
+                                   baseline="reference", reference=TRAINED_REGIME, validate=0.2, refine=refine)
+                        covs.append(100 * failure_coverage(inside_regions(hx, res.regions, NARROWED_PARAMS), hf,
+                                                           planted))
+                        each = [hf[inside_regions(hx, [r], NARROWED_PARAMS)] for r in res.regions]
+                        false.append(sum(f.size == 0 or f.mean() < 0.5 for f in each))
+                key = f"{case}_{name}" + (f"_refine{refine}" if not uniform else "") + f"_budget{budget}"
+                summary[f"{key}_coverage_pct_mean"] = round(float(np.mean(covs)), 1)
+                summary[f"{key}_found80_count"] = int(sum(c >= 80 for c in covs))
+                summary[f"{key}_false_regions_mean"] = float(np.mean(false))
+    return {"min_leaf": 8, "validate": 0.2, "seeds": len(list(seeds)),
+            "command": "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv),
+            "loadavg_1m": os.getloadavg()[0], "summary": summary}
