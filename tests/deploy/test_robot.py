@@ -264,8 +264,8 @@ class _ReadingClock(ManualClock):
         return self.t
 
 
-@pytest.mark.parametrize("wait_periods", [0.8, 3.0])
-def test_sync_inputs_waits_sync_wait_periods_for_a_new_state_then_counts_a_timeout(tmp_path, wait_periods):
+def _synced_node(tmp_path, wait_periods: object) -> tuple:
+    """(node, robot, clock): a ``sync_inputs`` node on the fake robot, armed and in POLICY, on a reading clock."""
     pytest.importorskip("onnx")
     pytest.importorskip("onnxruntime")
     from robotrl.deploy.node import DEFAULTS, PolicyNode
@@ -276,13 +276,19 @@ def test_sync_inputs_waits_sync_wait_periods_for_a_new_state_then_counts_a_timeo
     clock = _ReadingClock()
     robot, telemetry = FakeRobot(arm(soft_start_s=0.0), JOINTS, clock, PERIOD), MemoryTelemetry()
     node = PolicyNode({**DEFAULTS, "policy": str(spec), "robot": "example_arm", "shutdown_s": 0.0,
-                       "sync_inputs": True, "sync_wait_periods": str(wait_periods)},
+                       "sync_inputs": True, "sync_wait_periods": wait_periods},
                       robot=robot, telemetry=telemetry, clock=clock)
     robot.heartbeat = True
     robot.request_arm()
     for _ in range(3):
         node.tick(clock.advance(PERIOD))
     assert node.chain.mode.value == "POLICY"
+    return node, robot, clock
+
+
+@pytest.mark.parametrize("wait_periods", [0.8, 3.0])
+def test_sync_inputs_waits_sync_wait_periods_for_a_new_state_then_counts_a_timeout(tmp_path, wait_periods):
+    node, robot, clock = _synced_node(tmp_path, str(wait_periods))
     deadline = clock.advance(PERIOD)
     node.tick(deadline)  # a new state each read: no wait
     assert clock() - deadline < 0.5 * PERIOD and node.chain.counters["sync_timeouts"] == 0
@@ -309,21 +315,7 @@ def test_bad_sync_wait_periods_is_an_error_that_names_it(tmp_path, value):
 
 
 def test_a_stop_request_ends_the_sync_wait_at_once_without_counting_a_timeout(tmp_path):
-    pytest.importorskip("onnx")
-    pytest.importorskip("onnxruntime")
-    from robotrl.deploy.node import DEFAULTS, PolicyNode
-
-    from tests.deploy.helpers import affine_policy
-
-    spec = affine_policy(tmp_path, JOINTS, PERIOD, bias=0.5)
-    clock = _ReadingClock()
-    robot, telemetry = FakeRobot(arm(soft_start_s=0.0), JOINTS, clock, PERIOD), MemoryTelemetry()
-    node = PolicyNode({**DEFAULTS, "policy": str(spec), "robot": "example_arm", "shutdown_s": 0.0,
-                       "sync_inputs": True, "sync_wait_periods": 4.0}, robot=robot, telemetry=telemetry, clock=clock)
-    robot.heartbeat = True
-    robot.request_arm()
-    for _ in range(3):
-        node.tick(clock.advance(PERIOD))
+    node, robot, clock = _synced_node(tmp_path, 4.0)
     robot.streaming = robot.streaming - {"joint_states"}  # the sim has finished: no state comes
     node.request_stop()
     deadline = clock.advance(PERIOD)
