@@ -302,6 +302,8 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
         raise ValueError(f"baseline {baseline!r}: expected one of {BASELINES}")
     if not 0.0 <= validate < 1.0:
         raise ValueError(f"validate={validate}: the held-back share of the budget must be in [0, 1)")
+    if not refine >= 0.0:
+        raise ValueError(f"refine={refine}: give 0 (off) or how far to grow each box, a share of its width (e.g. 0.25)")
     held_back = int(budget * validate)
     budget -= held_back
     if baseline == "reference" and not reference:

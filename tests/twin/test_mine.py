@@ -301,3 +301,9 @@ def test_refine_places_a_small_planted_boxs_sharp_edges_and_covers_more_of_it():
         covered[refine] = [c for c, _ in runs]
     assert np.mean(covered[0.25]) >= 0.9 and min(covered[0.25]) >= 0.8
     assert np.mean(covered[0.25]) >= np.mean(covered[0.0]) + 0.05
+
+
+@pytest.mark.parametrize("refine", [-0.1, float("nan")])
+def test_negative_or_nan_refine_is_an_error_that_names_it(refine):
+    with pytest.raises(ValueError, match="refine="):
+        mine(synthetic_policy, PARAMS, budget=50, refine=refine)
