@@ -151,6 +151,7 @@ def _ray() -> Any:
 
 
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+USAGE_STATS_ENV = "RAY_USAGE_STATS_ENABLED"
 
 
 def ray_loopback_only() -> None:
@@ -160,8 +161,14 @@ def ray_loopback_only() -> None:
     in its single-machine mode, ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, which it reads when
     imported; this sets the variable (inherited by Ray's processes) and, if Ray is already
     imported, its constant. Call it before starting a local instance, never for a cluster.
+
+    It also switches off Ray's usage statistics (``RAY_USAGE_STATS_ENABLED=0`` unless the caller set
+    it), whose hourly report goes to usage-stats.ray.io. Not switched off, because Ray has no setting
+    for it (2.60): its API server's usage module asks the cloud metadata service (169.254.169.254,
+    metadata.google.internal) once at start which cloud it runs on, before it reads that switch.
     """
     os.environ[LOOPBACK_ENV] = "0"
+    os.environ.setdefault(USAGE_STATS_ENV, "0")
     if "ray" in sys.modules:
         from ray._private import ray_constants
 

@@ -133,3 +133,15 @@ def test_without_retries_a_killed_worker_fails_the_batch(humanoid_checkpoint, lo
     crash = CrashOnce(_eval_job(humanoid_checkpoint), str(tmp_path), crash_id="000000")
     with pytest.raises(local_ray.exceptions.RayError):
         run_batch(crash, _scenarios()[:2], workers=2, max_retries=0, progress=False)
+
+
+def test_ray_loopback_only_sets_single_machine_mode_and_turns_usage_stats_off_unless_set(monkeypatch):
+    from robotrl.cluster.batch import LOOPBACK_ENV, USAGE_STATS_ENV, ray_loopback_only
+
+    monkeypatch.delenv(USAGE_STATS_ENV, raising=False)
+    monkeypatch.delenv(LOOPBACK_ENV, raising=False)
+    ray_loopback_only()
+    assert os.environ[LOOPBACK_ENV] == "0" and os.environ[USAGE_STATS_ENV] == "0"
+    monkeypatch.setenv(USAGE_STATS_ENV, "1")  # a user's explicit choice stands
+    ray_loopback_only()
+    assert os.environ[USAGE_STATS_ENV] == "1"
