@@ -240,7 +240,7 @@ def fine_tune(method: str, args, fig: dict) -> None:
     sft_seen = results_key(args, "sft_success_seen", sft_prefix(args))  # from --phase sft
     if not isinstance(sft_seen, float):
         raise SystemExit(f"no sft_success_seen (prefix {sft_prefix(args)!r}) in vla.json: run --phase sft first")
-    cfg = G.GRPOConfig(method=method, lr=args.rl_lr, group_size=args.group_size, epochs=2, minibatches=4,
+    cfg = G.GRPOConfig(method=method, lr=args.rl_lr, group_size=args.group_size, epochs=args.epochs, minibatches=4,
                        temperature=args.temperature)
     resume = state_path.exists() and not args.restart
     model = load_vla(run_dir if resume else args.sft_dir)
@@ -303,6 +303,7 @@ def fine_tune(method: str, args, fig: dict) -> None:
     fig[f"{method}_temperature"] = cfg.temperature
     fig[f"{method}_lr"] = cfg.lr
     fig[f"{method}_group_size"] = cfg.group_size if method == "grpo" else 1
+    fig[f"{method}_epochs"] = cfg.epochs
     fig[f"{method}_budget_min"] = args.rl_minutes
     fig[f"{method}_start_success_seen"] = state["start_success_seen"]
     fig[f"{method}_sft_prefix"] = sft_prefix(args)
@@ -470,6 +471,7 @@ def main() -> None:
     p.add_argument("--rl-lr", type=float, default=1e-4)
     p.add_argument("--temperature", type=float, default=1.6)
     p.add_argument("--group-size", type=int, default=8, help="rl: GRPO rollouts per reset state (G)")
+    p.add_argument("--epochs", type=int, default=2, help="rl: passes over each rollout batch (4 minibatches each)")
     p.add_argument("--eval-every", type=int, default=12)
     p.add_argument("--call-minutes", type=float, default=7.0,
                    help="RL training minutes per call (a call stays under 10 min of wall with its evaluations)")
