@@ -299,6 +299,7 @@ def test_refine_places_a_small_planted_boxs_sharp_edges_and_covers_more_of_it():
                                      refine=refine).regions, small, params) for seed in range(6)]
         assert all(false == 0 for _, false in runs)
         covered[refine] = [c for c, _ in runs]
+    assert np.mean(covered[0.25]) > np.mean(covered[0.0])
     assert np.mean(covered[0.25]) >= 0.9 and min(covered[0.25]) >= 0.8
     assert np.mean(covered[0.25]) >= np.mean(covered[0.0]) + 0.05
 
