@@ -5,8 +5,12 @@ robotrl twin report bags=<dir> task=humanoid [robot=<profile>] [physics=<yaml>] 
 open-loop replay of every bag under the nominal (and, if given, the calibrated) physics, in each engine
 (pybullet: the same model rebuilt in PyBullet, for a sim-to-sim check); writes report.json and overlay PNGs.
 robotrl twin calibrate bags=<dir> task=humanoid [robot=<profile>] [params=body_mass,dof_damping,actuator_gain]
-[delays=0,1,2] [out=twin_calibration]
-mujoco.sysid fit; writes <out>/physics.yaml and sysid's results (confidence intervals).
+[delays=0,1,2] [segment=0] [starts=1] [out=twin_calibration]
+mujoco.sysid fit; writes <out>/physics.yaml and sysid's results (confidence intervals). params: any of
+body_mass, object_mass (the tool, on top of body_mass), dof_damping, dof_armature, dof_frictionloss,
+geom_friction, actuator_gain, actuator_bias; with object_mass, the bags' object pose (tool_use) is observed
+too. segment=k: fit windows of k control steps, each from its recorded state (contact-rich bags: grasps, pushes);
+starts=n: n optimizer runs (nominal, then random starts in the bounds), the lowest cost wins.
 robotrl twin mine checkpoint=<run> budget=N [params=friction,max_curvature] [rounds=4] [worlds=128]
 [seed=0] [uniform=false] [weighting=learnability] [baseline=uniform] [reference=friction:1.0:1.2]
 [min_leaf=8] [validate=0.2] [refine=0] [workers=0] [address=] [threads=1] [out=scenarios.yaml]
@@ -41,7 +45,7 @@ _REQUIRED = {"report": ("bags",), "calibrate": ("bags",), "mine": ("checkpoint",
              "triage": ("bags", "policy")}
 _KNOWN = {
     "report": ("bags", "task", "robot", "physics", "engines", "out"),
-    "calibrate": ("bags", "task", "robot", "params", "delays", "out"),
+    "calibrate": ("bags", "task", "robot", "params", "delays", "segment", "starts", "out"),
     "mine": ("checkpoint", "budget", "params", "rounds", "worlds", "seed", "uniform", "weighting", "baseline",
              "reference", "min_leaf", "validate", "refine", "workers", "address", "threads", "out"),
     "triage": ("bags", "policy", "task", "robot", "out"),
@@ -120,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.get("out", "twin_calibration"))
     params = tuple(args["params"].split(",")) if args.get("params") else DEFAULT_PARAMS
     delays = tuple(int(d) for d in args.get("delays", "0").split(","))
-    result = calibrate(task, episodes, params=params, delays=delays, out_dir=out)
+    segment, starts = int(args.get("segment", 0)), int(args.get("starts", 1))
+    result = calibrate(task, episodes, params=params, delays=delays, out_dir=out, segment=segment, starts=starts)
     log.info("calibrated physics: %s -> %s", result.physics, result.save(out / "physics.yaml"))
     return 0
 

@@ -121,15 +121,21 @@ class Episode:
 
     def truncated(self, steps: int) -> Episode:
         """The first ``steps`` states (and ``steps - 1`` commands) of this episode."""
-        if not 2 <= steps <= self.num_steps:
-            raise ValueError(f"steps must be in [2, {self.num_steps}], got {steps}.")
+        return self.window(0, steps)
+
+    def window(self, start: int, steps: int) -> Episode:
+        """States ``start .. start + steps - 1`` (and the ``steps - 1`` commands between them) of this episode."""
+        if not (0 <= start and 2 <= steps and start + steps <= self.num_steps):
+            raise ValueError(f"a window needs 0 <= start and 2 <= steps with start + steps <= {self.num_steps}, "
+                             f"got start={start}, steps={steps}.")
         out = Episode(**{k: getattr(self, k) for k in self.__dataclass_fields__})
         for name in ("t", "q", "dq", "tau", "base_pos", "base_quat", "base_lin_vel", "base_ang_vel", "imu_quat",
                      "imu_ang_vel", "cmd_vel", "object_pose", "goal_pose", "scan"):
             value = getattr(self, name)
             if value is not None:
-                setattr(out, name, value[:steps])
-        out.command, out.command_held = self.command[: steps - 1], self.command_held[: steps - 1]
+                setattr(out, name, value[start:start + steps])
+        end = start + steps - 1
+        out.command, out.command_held = self.command[start:end], self.command_held[start:end]
         return out
 
 

@@ -12,6 +12,8 @@ loss and an integer control delay). The same object
 
 Fields (multipliers unless noted):
     body_mass: every body's mass (and inertia, so the density scales).
+    object_mass: on top of ``body_mass``, the mass (and inertia) of every free object the robot
+        handles (``object_bodies``: tool_use's tool), whose mass a real cell rarely knows.
     dof_damping: every DoF's passive damping.
     dof_armature: every DoF's armature.
     dof_frictionloss: added to every hinge/slide DoF's friction loss (N m; nominal is usually 0).
@@ -37,7 +39,8 @@ if TYPE_CHECKING:
     from robotrl.sim.backend import BatchSim
 
 DYNAMICS_MODES = ("center", "nominal")
-SCALE_FIELDS = ("body_mass", "dof_damping", "dof_armature", "geom_friction", "actuator_gain", "actuator_bias")
+SCALE_FIELDS = ("body_mass", "object_mass", "dof_damping", "dof_armature", "geom_friction", "actuator_gain",
+                "actuator_bias")
 
 
 @dataclass
@@ -45,6 +48,7 @@ class Physics:
     """A physics parameter set (module docstring)."""
 
     body_mass: float = 1.0
+    object_mass: float = 1.0
     dof_damping: float = 1.0
     dof_armature: float = 1.0
     dof_frictionloss: float = 0.0
@@ -106,10 +110,25 @@ def save_physics(physics: Physics, path: str | Path, extra: dict | None = None) 
     return path
 
 
+def object_joints(model: mujoco.MjModel) -> np.ndarray:
+    """Ids of the free joints of objects: every free joint but a floating robot's root (joint 0 on body 1)."""
+    import mujoco
+
+    free = np.flatnonzero(model.jnt_type == int(mujoco.mjtJoint.mjJNT_FREE))
+    return free[~((free == 0) & (model.jnt_bodyid[free] == 1))]
+
+
+def object_bodies(model: mujoco.MjModel) -> np.ndarray:
+    """Ids of the bodies ``Physics.object_mass`` scales: those of ``object_joints`` (tool_use: the tool)."""
+    return np.asarray(model.jnt_bodyid[object_joints(model)], dtype=np.int64)
+
+
 def _field_values(model: mujoco.MjModel, physics: Physics) -> dict[str, np.ndarray]:
     """Model field name -> perturbed values (full arrays, from the nominal ``model``)."""
     import mujoco
 
+    mass_scale = np.full(model.nbody, physics.body_mass)
+    mass_scale[object_bodies(model)] *= physics.object_mass
     hinge = np.isin(model.jnt_type[model.dof_jntid], [int(mujoco.mjtJoint.mjJNT_HINGE),
                                                       int(mujoco.mjtJoint.mjJNT_SLIDE)])
     gain, bias = model.actuator_gainprm.copy(), model.actuator_biasprm.copy()
@@ -119,8 +138,8 @@ def _field_values(model: mujoco.MjModel, physics: Physics) -> dict[str, np.ndarr
     friction = model.geom_friction.copy()
     friction[:, 0] *= physics.geom_friction
     return {
-        "body_mass": model.body_mass * physics.body_mass,
-        "body_inertia": model.body_inertia * physics.body_mass,
+        "body_mass": model.body_mass * mass_scale,
+        "body_inertia": model.body_inertia * mass_scale[:, None],
         "dof_damping": model.dof_damping * physics.dof_damping,
         "dof_armature": model.dof_armature * physics.dof_armature,
         "dof_frictionloss": model.dof_frictionloss + physics.dof_frictionloss * hinge,

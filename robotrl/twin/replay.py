@@ -3,8 +3,11 @@
 ``Twin(task, episodes, candidates)`` builds one batch of ``E * C`` worlds: every recorded
 episode under every candidate ``Physics`` (world ``e * C + c``). Worlds start from the
 recorded initial state: joint q/dq by name, and for a floating base the odometry pose and
-body-frame twist. Degrees of freedom a robot does not report (objects in the scene) keep
-the twin task's own reset state (its seed).
+body-frame twist. The scene's object (one free object: ``physics.object_joints``, tool_use's tool)
+starts where the bag's scene put it: rebuilt from the bag's ``seed`` (``episode_scene``, exact for
+bags of ``record_episode``, whose ``/object_pose`` is float32), else at its first recorded pose
+(``/object_pose``, at rest); its position is in every rollout (``Rollout.object_pos``). Degrees of
+freedom a robot does not report keep the twin task's own reset state (its seed).
 
 * ``open_loop()``: the recorded commands, from the recorded initial state.
 * ``teacher_forced(k)``: the same, but every ``k`` steps each world is reset to the recorded
@@ -33,7 +36,7 @@ import numpy as np
 import torch
 
 from robotrl.twin.episode import Episode
-from robotrl.twin.physics import Physics, apply_physics
+from robotrl.twin.physics import Physics, apply_physics, object_joints
 from robotrl.twin.record import actuator_ids, make_task_env
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,7 @@ class Rollout:
         q, dq, tau: ``(W, T, J)`` joint positions, velocities, and the joint torques the actuators applied
             (``qfrc_actuator``, as the recorder's and the sim robot's ``JointState.effort``).
         base_pos: ``(W, T, 3)`` or None.
+        object_pos: ``(W, T, 3)`` position of the scene's free object (tool_use's tool), or None without one.
         length: ``(W,)`` valid states per world (its episode's length).
         success: ``(W,)`` bool task success at the episode's last state (closed loop only, else None).
         episode: ``(W,)`` episode index of each world; ``candidate``: ``(W,)`` candidate index.
@@ -64,6 +68,7 @@ class Rollout:
     episode: np.ndarray
     candidate: np.ndarray
     success: np.ndarray | None = None
+    object_pos: np.ndarray | None = None
 
 
 # Model fields a task may set per world for its scene (tool geometry, inertia, friction).
@@ -155,6 +160,9 @@ class Twin:
         self.vadr = np.asarray([model.jnt_dofadr[j] for j in jid])
         self.act = actuator_ids(model, names)
         self.floating = int(model.jnt_type[0]) == int(mujoco.mjtJoint.mjJNT_FREE)
+        objects = object_joints(model)
+        self.object_qadr = int(model.jnt_qposadr[objects[0]]) if objects.size == 1 else -1
+        self.object_dadr = int(model.jnt_dofadr[objects[0]]) if objects.size == 1 else -1
         self.episode_of = np.repeat(np.arange(self.E), self.C)
         self.candidate_of = np.tile(np.arange(self.C), self.E)
         self.T = max(e.num_steps for e in episodes)
@@ -215,6 +223,12 @@ class Twin:
                 qpos[i, 0:3], qpos[i, 3:7] = ep.base_pos[kk], quat
                 qvel[i, 0:3] = _rotate(quat, ep.base_lin_vel[kk])
                 qvel[i, 3:6] = ep.base_ang_vel[kk]
+            pose = (ep.object_pose[0] if (k == 0 and self.object_qadr >= 0 and ep.object_pose is not None
+                                          and "seed" not in ep.metadata) else None)
+            if pose is not None and np.all(np.isfinite(pose)):
+                qpos[i, self.object_qadr:self.object_qadr + 7] = np.concatenate([pose[:3],
+                                                                                 pose[3:] / np.linalg.norm(pose[3:])])
+                qvel[i, self.object_dadr:self.object_dadr + 6] = 0.0
         return torch.from_numpy(qpos), torch.from_numpy(qvel)
 
     def _reset_to(self, worlds: np.ndarray, k: int) -> None:
@@ -237,16 +251,20 @@ class Twin:
         out["q"][:, k], out["dq"][:, k], out["tau"][:, k] = qpos[:, self.qadr], qvel[:, self.vadr], torque[:, self.vadr]
         if out.get("base_pos") is not None:
             out["base_pos"][:, k] = qpos[:, 0:3]
+        if out.get("object_pos") is not None:
+            out["object_pos"][:, k] = qpos[:, self.object_qadr:self.object_qadr + 3]
 
     def _buffers(self) -> dict[str, Any]:
         J = len(self.act)
         return {"q": np.zeros((self.W, self.T, J)), "dq": np.zeros((self.W, self.T, J)),
                 "tau": np.zeros((self.W, self.T, J)),
-                "base_pos": np.zeros((self.W, self.T, 3)) if self.floating else None}
+                "base_pos": np.zeros((self.W, self.T, 3)) if self.floating else None,
+                "object_pos": np.zeros((self.W, self.T, 3)) if self.object_qadr >= 0 else None}
 
     def _rollout(self, out: dict[str, Any], success: np.ndarray | None = None) -> Rollout:
         return Rollout(q=out["q"], dq=out["dq"], tau=out["tau"], base_pos=out["base_pos"], length=self.length.copy(),
-                       episode=self.episode_of.copy(), candidate=self.candidate_of.copy(), success=success)
+                       episode=self.episode_of.copy(), candidate=self.candidate_of.copy(), success=success,
+                       object_pos=out["object_pos"])
 
     # --- modes ---------------------------------------------------------------------------
     def open_loop(self) -> Rollout:

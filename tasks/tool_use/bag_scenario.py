@@ -19,8 +19,9 @@ bag of a real cell without ``scenario.*`` metadata therefore still records most 
   of the episode, its orientation as a turn about the world z axis from the tool's starting
   orientation (the yaw of ``goal_quat * conj(spawn_quat)``).
 
-The tool's mass and friction are not read: they are calibration's to fit (``robotrl twin
-calibrate``).
+The tool's mass and friction are not read off one bag: calibration fits them from how the tool
+moved under the hand (``robotrl twin calibrate params=object_mass,geom_friction``, which observes
+``/object_pose``), and ``robotrl twin triage physics=<calibrated>`` replays with them.
 """
 
 from __future__ import annotations

@@ -184,6 +184,9 @@ class ToolUseTask(Task):
         fields = tools.tool_fields(self.pool)
         names = (*TOOL_FIELDS, "bbox_center", "bbox_half", "rest_z", "family")
         self.pool_fields = {k: torch.as_tensor(getattr(fields, k), device=dev) for k in names}
+        # a calibrated model (task.dynamics: body_mass x object_mass) built pool[0] heavier or lighter: every tool is
+        ratio = float(m.body_mass[self._tool_body]) / float(self.pool_fields["body_mass"][0])
+        self.tool_mass_calibration = ratio if abs(ratio - 1.0) > 1e-6 else 1.0
         self._fields = {k: torch.as_tensor(np.broadcast_to(getattr(m, k), (n, *getattr(m, k).shape)).copy(),
                                            device=dev) for k in (*TOOL_FIELDS, "geom_friction")}
         self._base_friction = torch.as_tensor(m.geom_friction.copy(), device=dev)
@@ -298,14 +301,18 @@ class ToolUseTask(Task):
         return torch.randint(0, high + 1, (k,), generator=gen, device=self.device)
 
     def _write_tool(self, ids: torch.Tensor) -> None:
-        """Per-world tool geometry, mass and inertia (mass and friction scaled by the DR factors)."""
+        """Per-world tool geometry, mass and inertia (mass and friction scaled by the DR factors).
+
+        The mass is also scaled by ``tool_mass_calibration``, the calibrated model's (``task.dynamics``) tool mass
+        over the generated tool's, so a fitted ``body_mass`` and ``object_mass`` reach every tool of the pool.
+        """
         tid, geoms, body = self.tool_id[ids], self._tool_geoms, self._tool_body
         for name in TOOL_FIELDS:
             buf, src = self._fields[name], self.pool_fields[name][tid]
             if name == "body_mass":
-                buf[ids, body] = src * self.mass_scale[ids].to(src.dtype)
+                buf[ids, body] = src * (self.mass_scale[ids] * self.tool_mass_calibration).to(src.dtype)
             elif name == "body_inertia":
-                buf[ids, body] = src * self.mass_scale[ids, None].to(src.dtype)
+                buf[ids, body] = src * (self.mass_scale[ids, None] * self.tool_mass_calibration).to(src.dtype)
             elif name.startswith("body_"):
                 buf[ids, body] = src
             else:

@@ -90,7 +90,24 @@ def test_other_tasks_run_the_calibrated_robot(task, calibrated_file):
     env = make(randomize=True, dynamics=calibrated_file, dynamics_mode="nominal")
     mass = env.sim.model_field("body_mass").numpy()[0]
     robot = base > 0
-    if task == "tool_use":  # the tool's mass comes from the tool pool, per world; the robot's links are calibrated
-        robot[env.task._tool_body] = False
+    if task == "tool_use":  # the tool comes from the pool, per world: the calibrated body_mass scales it as well
+        tool = env.task._tool_body
+        robot[tool] = False
+        pooled = env.task.pool_fields["body_mass"][env.task.tool_id].numpy()
+        np.testing.assert_allclose(env.sim.model_field("body_mass").numpy()[:, tool], 1.2 * pooled, rtol=1e-6)
     np.testing.assert_allclose(mass[robot], 1.2 * base[robot])
     assert env._delay.tolist() == [2, 2]
+
+
+def test_tool_use_pool_tools_take_the_calibrated_object_mass(tmp_path):
+    path = str(save_physics(Physics(object_mass=1.5), tmp_path / "tool.yaml"))
+    make = lambda **v: TaskEnv(config_class("tool_use")(**v), SimConfig(num_envs=4, nthread=1))  # noqa: E731
+    env, base = make(randomize=False, dynamics=path), make(randomize=False)
+    assert env.task.tool_mass_calibration == pytest.approx(1.5) and base.task.tool_mass_calibration == 1.0
+    tool = env.task._tool_body
+    for e, scale in ((env, 1.5), (base, 1.0)):
+        pooled = e.task.pool_fields["body_mass"][e.task.tool_id].numpy()
+        np.testing.assert_allclose(e.sim.model_field("body_mass").numpy()[:, tool], scale * pooled, rtol=1e-6)
+    robot = np.arange(env.sim.model.nbody) != tool
+    np.testing.assert_allclose(env.sim.model_field("body_mass").numpy()[:, robot],
+                               base.sim.model_field("body_mass").numpy()[:, robot])

@@ -87,3 +87,20 @@ def test_arm_twin_rebuilds_the_unreported_tool_from_the_bag(tmp_path):
     roll = Twin("tool_use", eps, nthread=1).open_loop()
     for w in range(2):
         assert np.abs(roll.q[w] - eps[w].q).max() < 1e-6
+
+
+def test_open_loop_reproduces_the_pushed_tools_recorded_path_to_1e6(tool_push_bags, tool_profile):
+    nominal, _, _ = tool_push_bags
+    ep = load_episode(nominal, tool_profile)
+    assert np.linalg.norm(ep.object_pose[-1, :3] - ep.object_pose[0, :3]) > 0.03  # the push moved the tool
+    roll = Twin("tool_use", [ep], nthread=1).open_loop()
+    assert roll.object_pos is not None and roll.object_pos.shape == (1, ep.num_steps, 3)
+    assert np.abs(roll.object_pos[0] - ep.object_pose[:, :3]).max() < 1e-6
+
+
+def test_a_heavier_slicker_tool_moves_differently_and_only_its_physics_replays_it(tool_push_bags, tool_profile):
+    _, perturbed, truth = tool_push_bags
+    ep = load_episode(perturbed, tool_profile)
+    roll = Twin("tool_use", [ep], [Physics(), truth], nthread=1).open_loop()
+    err = [np.abs(roll.object_pos[w] - ep.object_pose[:, :3]).max() for w in range(2)]
+    assert err[0] > 5e-3 and err[1] < 1e-6
