@@ -1,6 +1,7 @@
 """Twin benchmark: calibration (humanoid, arm), failure mining (synthetic and on a trained driving policy).
 
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py calibration   # sysid fits, divergence before/after
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py calibration_object runs/tool_use  # tool mass + friction
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining        # synthetic miner vs uniform (seconds)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_narrowed  # synthetic narrowed policy, baselines
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_validate  # the same, regions re-tested on fresh draws
@@ -28,6 +29,11 @@ Calibration: bags recorded from a robot with perturbed physics (robotrl.twin.rec
 truth); mujoco.sysid fits mass, damping and actuator gain plus the delay over a grid; we
 report the relative error of each fitted value and the open-loop divergence time before
 and after (eps 0.05 rad for 5 steps).
+
+Calibration of the object (tool_use): a trained policy handles the tool closed loop on a "real" robot whose
+tool is heavier (``object_mass`` 1.4) and whose friction is lower (``geom_friction`` 0.7); sysid observes the
+joints and the tool's recorded pose and fits those two multipliers; we report the relative errors and the
+open-loop divergence of the joints and of the tool's position (1 cm for 5 steps) before and after.
 
 Mining (synthetic): a cheap policy that fails inside a small planted box (2% of the
 volume) plus 3% random failures; the miner and uniform sampling get the same budget and
@@ -109,7 +115,7 @@ from pathlib import Path
 from robotrl.twin.physics import Physics
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from twin_calibration import calib_row  # noqa: E402
+from twin_calibration import calib_row, object_calib_row  # noqa: E402
 from twin_mining import mining_rows, narrowed_rows, refine_rows, validate_rows  # noqa: E402
 from twin_planted import (  # noqa: E402
     _OLD_MINE_OPTIONS,
@@ -160,6 +166,16 @@ def main():
         for row in (humanoid, arm):
             print({k: v for k, v in row.items() if "ci95" not in k})
         _merge("calibration", [humanoid, arm])
+    if mode == "calibration_object":  # calibration_object <run> [steps= episodes= segment= starts= name= object_mass=]
+        opts = dict(a.split("=", 1) for a in sys.argv[3:])
+        steps, episodes = int(opts.pop("steps", 60)), int(opts.pop("episodes", 2))
+        segment, starts, name = int(opts.pop("segment", 0)), int(opts.pop("starts", 1)), opts.pop("name", "")
+        truth = Physics(**{"object_mass": 1.4, "geom_friction": 0.7, **{k: float(v) for k, v in opts.items()}})
+        row = object_calib_row(sys.argv[2], truth, steps=steps, episodes=episodes, segment=segment, starts=starts)
+        row["command"] = "flock /tmp/robotrl-cpu.lock python benchmarks/twin.py " + " ".join(sys.argv[1:])
+        for k, v in row.items():
+            print(f"{k:36s} {v}")
+        _merge("calibration_object" + (f"_{name}" if name else ""), row)
     if mode in ("mining", "all"):
         mining = mining_rows()
         for k, v in mining["summary"].items():

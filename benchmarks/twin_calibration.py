@@ -66,3 +66,62 @@ def calib_row(task, dim, truth, steps, amp, profile=None):
         row[f"tau_rmse_{mode}_improvement_x"] = (round(row[f"tau_rmse_{mode}_before"] / after, 1)
                                                  if after > 1e-6 else None)
     return row
+
+
+OBJECT_PARAMS = ("object_mass", "geom_friction")
+
+
+def checkpoint_action_fn(checkpoint):
+    """An ``ActionFn`` for ``record_episode``: the checkpoint's deterministic actions."""
+    from robotrl.twin.triage import policy_fn
+
+    act = policy_fn(checkpoint)
+    return lambda obs, k: torch.as_tensor(act(obs.numpy()))
+
+
+def object_calib_row(checkpoint, truth, steps=60, episodes=2, params=OBJECT_PARAMS, eps_m=0.01, m=5, segment=0,
+                     starts=1):
+    """tool_use: bags of a trained policy handling the tool under ``truth``; sysid fits the tool's mass and friction.
+
+    The policy runs closed loop on the "real" robot (its tool heavier or lighter, its friction
+    different) and the bags record what it did, the tool's pose among it. Calibration observes the
+    joints and the tool's pose (``robotrl.twin.calibrate``); the row reports each fitted value
+    against the truth and the open-loop divergence of the joints (0.05 rad) and of the tool's
+    position (``eps_m``), for ``m`` steps, before and after.
+    """
+    from robotrl.twin.metrics import divergence_time as div_time
+    from robotrl.twin.record import make_task_env, task_profile
+
+    root = Path(tempfile.mkdtemp(prefix="twin_object_"))
+    action = checkpoint_action_fn(checkpoint)
+    profile = task_profile(make_task_env("tool_use"), "tool_use_twin")
+    eps = [load_episode(record_episode("tool_use", root, action, steps, physics=truth, seed=s, profile=profile,
+                                       name=f"ep{s}"), profile) for s in range(episodes)]
+    moved = [float(np.max(np.linalg.norm(e.object_pose[:, :3] - e.object_pose[0, :3], axis=1))) for e in eps]
+    t0 = time.time()
+    res = calibrate("tool_use", eps, params=params, delays=(truth.delay_steps,), segment=segment,
+                    starts=starts)
+    wall = time.time() - t0
+    twin = Twin("tool_use", eps, [Physics(), res.physics], nthread=2)
+    roll = twin.open_loop()
+    joints, tool = {0: [], 1: []}, {0: [], 1: []}
+    for w in range(roll.q.shape[0]):
+        ep, c = eps[roll.episode[w]], int(roll.candidate[w])
+        joints[c].append(div_time(roll.q[w, : ep.num_steps], ep.q, ep.dt, 0.05, m))
+        tool[c].append(div_time(roll.object_pos[w, : ep.num_steps], ep.object_pose[:, :3], ep.dt, eps_m, m))
+    row = {"task": "tool_use", "checkpoint": str(checkpoint),
+           "steps_per_episode": int(np.mean([e.num_steps for e in eps])), "episodes": len(eps),
+           "tool_moved_max_m": [round(v, 3) for v in moved],
+           "real_success": [bool(e.success) for e in eps],
+           "calibration_wall_s": round(wall, 2), "fitted": list(params), "segment_steps": segment,
+           "starts": starts,
+           "joint_divergence_before_s": float(np.mean(joints[0])),
+           "joint_divergence_after_s": float(np.mean(joints[1])),
+           "tool_divergence_before_s": float(np.mean(tool[0])), "tool_divergence_after_s": float(np.mean(tool[1])),
+           "episode_duration_s": float(np.mean([e.num_steps * e.dt for e in eps])), "tool_eps_m": eps_m}
+    for p in params:
+        row[f"{p}_true"], row[f"{p}_fit"] = getattr(truth, p), round(getattr(res.physics, p), 4)
+        row[f"{p}_rel_err_pct"] = round(100 * abs(getattr(res.physics, p) / getattr(truth, p) - 1), 3)
+        row[f"{p}_ci95"] = res.intervals[p]
+    row["tool_divergence_improvement_x"] = row["tool_divergence_after_s"] / max(row["tool_divergence_before_s"], 1e-9)
+    return row
