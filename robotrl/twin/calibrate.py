@@ -25,6 +25,14 @@ the robot alone should leave it off: random excitation that knocks the tool abou
 object's residual rough (on the arm's excitation bags, observing the tool took the damping fit
 from exact to 30% off).
 
+Contact-rich bags (a grasp, a push that throws the tool): replayed open loop from the first state they
+drift apart within a fraction of a second, and the cost over the multipliers is rugged, so Gauss-Newton
+from nominal stops in a local minimum. ``segment=k`` fits windows of ``k`` control steps, each from the
+recorded state at its start (multiple shooting), and ``starts=n`` runs the optimizer from nominal and
+from ``n - 1`` random points in the bounds, keeping the lowest cost. On a trained policy's grasps both
+were needed (``robotrl/twin/README.md``: 4 bags, 8 starts, windows of 5-20 steps fit the tool's mass and the
+friction within 10%; whole episodes from nominal stay at nominal).
+
 The control delay is an integer, which sysid's least squares cannot fit: it is searched
 over a small grid (``delays``), running sysid once per delay and keeping the lowest cost.
 
