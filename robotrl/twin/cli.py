@@ -114,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, row in summary.items():
             log.info("%-24s %10.4g %10.4g %10.4g %14.3g", name, row["q_rmse"], row["dq_rmse"], row["tau_rmse"],
                      row["divergence_time_s"])
+            if "object_pos_rmse_m" in row:
+                log.info("%-24s object position RMSE %.4g m, diverged at %.3g s", "", row["object_pos_rmse_m"],
+                         row["object_divergence_time_s"])
         log.info("wrote %s and %d overlays (mean per-joint RMSE over %d episode(s))", report, len(pngs),
                  len(episodes))
         return 0
