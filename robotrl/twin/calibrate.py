@@ -242,10 +242,13 @@ def _object_velocity(track: np.ndarray, k: int, dt: float) -> np.ndarray:
     a, b = max(k - 1, 0), min(k + 1, len(track) - 1)
     span = (b - a) * dt
     lin = (track[b, :3] - track[a, :3]) / span
-    w0, v0 = track[a, 3], -track[a, 4:]  # conj(q_a) * q_b: the turn from a to b in a's body frame
-    w1, v1 = track[b, 3], track[b, 4:]
-    rel_w = w0 * w1 - v0 @ v1
-    rel_v = w0 * v1 + w1 * v0 + np.cross(v0, v1)
+    import torch
+
+    from robotrl.rotations import quat_conjugate, quat_mul
+
+    q = torch.as_tensor(track[[a, b], 3:], dtype=torch.float64)
+    rel = quat_mul(quat_conjugate(q[:1]), q[1:])[0].numpy()  # the turn from a to b in a's body frame
+    rel_w, rel_v = float(rel[0]), rel[1:]
     if rel_w < 0:
         rel_w, rel_v = -rel_w, -rel_v
     norm = float(np.linalg.norm(rel_v))

@@ -92,8 +92,11 @@ def test_object_velocity_from_poses_matches_a_constant_screw_motion():
 
 
 def _mul(a, b):
-    w1, v1, w2, v2 = a[0], a[1:], b[0], b[1:]
-    return np.concatenate([[w1 * w2 - v1 @ v2], w1 * v2 + w2 * v1 + np.cross(v1, v2)])
+    import torch
+
+    from robotrl.rotations import quat_mul
+
+    return quat_mul(torch.as_tensor(a)[None], torch.as_tensor(b)[None])[0].numpy()
 
 
 def test_more_starts_keep_the_lowest_cost_run_and_a_bad_count_is_refused(tool_push_bags, tool_profile):
