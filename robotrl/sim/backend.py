@@ -130,6 +130,10 @@ class BatchSim(abc.ABC):
             self._renderer = BatchRenderer(self.model, size=size, lean=True)
         return self._renderer.render_worlds(self, camera, ids)
 
+    def render_tensor(self, camera: str | int, ids: torch.Tensor, size: tuple[int, int] = (84, 84)) -> torch.Tensor:
+        """``render`` as a ``(k, H, W, 3)`` uint8 tensor on ``self.device`` (a GPU backend keeps it there)."""
+        return torch.from_numpy(self.render(camera, ids, size)).to(self.device)
+
 
 def make_sim(model: mujoco.MjModel, cfg: SimConfig) -> BatchSim:
     """Build the backend named by ``cfg.backend`` for ``model``.

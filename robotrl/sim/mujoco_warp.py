@@ -193,7 +193,11 @@ class WarpBatchSim(BatchSim):
         return dist
 
     def render(self, camera: str | int, ids: torch.Tensor, size: tuple[int, int] = (84, 84)) -> np.ndarray:
-        """Worlds ``ids`` from a model camera: ``(k, H, W, 3)`` uint8, ray traced on the GPU for every world at once.
+        """Host copy of ``render_tensor``: ``(k, H, W, 3)`` uint8."""
+        return self.render_tensor(camera, ids, size).cpu().numpy()
+
+    def render_tensor(self, camera: str | int, ids: torch.Tensor, size: tuple[int, int] = (84, 84)) -> torch.Tensor:
+        """Worlds ``ids`` from a model camera: ``(k, H, W, 3)`` uint8 on ``self.device``, ray traced for all at once.
 
         MuJoCo Warp's batch renderer (``mujoco_warp.render``: one launch for all ``nsim`` worlds, the
         BVH refit to the current poses first); lean settings as on the CPU: no shadows or textures.
@@ -203,7 +207,7 @@ class WarpBatchSim(BatchSim):
         if isinstance(camera, str) and cam < 0:
             raise KeyError(f"The model has no camera {camera!r}.")
         if cam < 0:
-            return super().render(camera, ids, size)
+            return super().render_tensor(camera, ids, size)
         key = (int(cam), (int(size[0]), int(size[1])))
         with wp.ScopedDevice(self._wp_device):
             if self._render_key != key:
@@ -218,7 +222,7 @@ class WarpBatchSim(BatchSim):
             mjw.render(self.m, self.d, self._render_ctx)
             mjw.get_rgb(self._render_ctx, 0, self._rgb)
         rgb = wp.to_torch(self._rgb)[ids.to(self.device, torch.int64)]  # (k, H, W, 3) float in [0, 1]
-        return (rgb * 255.0 + 0.5).clamp_(0, 255).to(torch.uint8).cpu().numpy()
+        return (rgb * 255.0 + 0.5).clamp_(0, 255).to(torch.uint8)
 
     def get_world(self, world: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
         """Host copy of world ``world`` (per-world model fields copied in) for rendering."""

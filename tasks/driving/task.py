@@ -422,7 +422,7 @@ class DrivingTask(Task):
         obs = {"policy": policy}
         if c.camera:
             ids = torch.arange(self.num_envs)
-            obs["image"] = torch.from_numpy(self.sim.render(c.camera_name, ids, tuple(c.image_size))).to(self.device)
+            obs["image"] = self.sim.render_tensor(c.camera_name, ids, tuple(c.image_size))
         return obs
 
     def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
