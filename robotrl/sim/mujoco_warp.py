@@ -33,6 +33,13 @@ except ImportError as err:  # pragma: no cover - depends on the install
 # Fields that set_const must recompute after an edit (see mujoco_warp.set_const).
 _SETCONST = {"body_mass", "body_inertia", "body_ipos", "body_iquat", "qpos0", "dof_armature", "body_pos",
              "body_quat", "actuator_gear"}
+# What set_const writes (mujoco_warp.set_const, all groups), world by world at row ``world % rows``: with a
+# per-world input above, a shared output is one row that every world overwrites (the last one wins), so the
+# outputs are made per world too. Seen with tool_use_language's per-world qpos0: every world held its tool at
+# another world's weld pose (eq_data), and the scripted teacher's success fell from 1.0 to 0.78.
+_SETCONST_OUTPUTS = ("body_subtreemass", "dof_invweight0", "body_invweight0", "tendon_invweight0", "actuator_acc0",
+                     "eq_data", "tendon_length0", "cam_pos0", "cam_poscom0", "cam_mat0", "light_pos0",
+                     "light_poscom0", "light_dir0", "geom_aabb", "geom_rbound")
 
 
 class WarpBatchSim(BatchSim):
@@ -48,6 +55,8 @@ class WarpBatchSim(BatchSim):
         self.device = torch.device(cfg.device)
         self._wp_device = wp.get_device(str(self.device))
         batched = {name: cfg.num_envs for name in cfg.per_world_fields}
+        if _SETCONST & set(batched):
+            batched |= {name: cfg.num_envs for name in _SETCONST_OUTPUTS}
         with wp.ScopedDevice(self._wp_device):
             self.m = mjw.put_model(model, batch_sizes=batched)
             data = mujoco.MjData(model)

@@ -107,6 +107,32 @@ def test_warp_set_const_fields_are_applied_once_before_the_next_forward_on_the_c
     assert torch.allclose(warp.model_field("body_mass")[0], mass[0])
 
 
+@pytest.mark.slow
+def test_warp_set_const_derives_each_worlds_constants_from_its_own_masses_on_the_cpu_device():
+    import mujoco
+    import warp as wp
+
+    from robotrl.sim.mujoco_warp import WarpBatchSim
+
+    model = _humanoid()
+    warp = WarpBatchSim(model, SimConfig(backend="warp", num_envs=3, device="cpu", cuda_graph=False,
+                                         per_world_fields=["body_mass"]))
+    warp.set_model_field("body_mass", torch.tensor([1]), warp.model_field("body_mass")[:1] * 3.0)
+    warp.reset(torch.arange(3))  # set_const runs before this forward
+    heavy = model.__copy__()
+    heavy.body_mass[:] = model.body_mass * 3.0  # only the masses were written, as on world 1
+    mujoco.mj_setConst(heavy, mujoco.MjData(heavy))
+    invweight = wp.to_torch(warp.m.dof_invweight0).double().cpu()  # (3, nv): one row per world
+    subtree = wp.to_torch(warp.m.body_subtreemass).double().cpu()
+    assert invweight.shape[0] == 3 and subtree.shape[0] == 3
+    # worlds 0 and 2 keep the model's constants; world 1 gets those of its own 3x masses, not the last writer's
+    for world in (0, 2):
+        np.testing.assert_allclose(invweight[world], model.dof_invweight0, rtol=1e-3)
+        np.testing.assert_allclose(subtree[world], model.body_subtreemass, rtol=1e-5)
+    np.testing.assert_allclose(invweight[1], heavy.dof_invweight0, rtol=1e-3)
+    np.testing.assert_allclose(subtree[1], heavy.body_subtreemass, rtol=1e-5)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_warp_batch_render_on_cuda_matches_single_world_images():

@@ -38,6 +38,9 @@ FAMILY_RGBA = {"hammer": [0.8, 0.2, 0.15, 1], "screwdriver": [0.95, 0.75, 0.1, 1
 TIP_OFFSET = -0.04  # m, tip site below the gripper body origin
 CAMERA = "front"
 TIMESTEP = 0.01  # s; no hand contacts here, so twice the hand task's step
+# model fields written per world (MuJoCo Warp needs them in sim.per_world_fields:
+# configs/tuning/tool_use_language_warp.yaml)
+PER_WORLD_FIELDS = ("qpos0",)
 
 
 def build_scene(cfg: ToolUseLanguageConfig, specs: list[tools.ToolSpec]) -> mujoco.MjSpec:
