@@ -79,18 +79,18 @@ def checkpoint_action_fn(checkpoint):
     return lambda obs, k: torch.as_tensor(act(obs.numpy()))
 
 
-def object_calib_row(checkpoint, truth, steps=60, episodes=2, params=OBJECT_PARAMS, eps_m=0.01, m=5, segment=0,
-                     starts=1):
+def object_calib_row(checkpoint, truth, steps=60, episodes=2, params=OBJECT_PARAMS, m=5, segment=0, starts=1):
     """tool_use: bags of a trained policy handling the tool under ``truth``; sysid fits the tool's mass and friction.
 
     The policy runs closed loop on the "real" robot (its tool heavier or lighter, its friction
     different) and the bags record what it did, the tool's pose among it. Calibration observes the
     joints and the tool's pose (``robotrl.twin.calibrate``); the row reports each fitted value
     against the truth and the open-loop divergence of the joints (0.05 rad) and of the tool's
-    position (``eps_m``), for ``m`` steps, before and after.
+    position (``robotrl.twin.report.OBJECT_EPS_M``), for ``m`` steps, before and after, as
+    ``robotrl twin report`` computes them (``episode_metrics``).
     """
-    from robotrl.twin.metrics import divergence_time as div_time
     from robotrl.twin.record import make_task_env, task_profile
+    from robotrl.twin.report import OBJECT_EPS_M, episode_metrics
 
     root = Path(tempfile.mkdtemp(prefix="twin_object_"))
     action = checkpoint_action_fn(checkpoint)
@@ -106,9 +106,9 @@ def object_calib_row(checkpoint, truth, steps=60, episodes=2, params=OBJECT_PARA
     roll = twin.open_loop()
     joints, tool = {0: [], 1: []}, {0: [], 1: []}
     for w in range(roll.q.shape[0]):
-        ep, c = eps[roll.episode[w]], int(roll.candidate[w])
-        joints[c].append(div_time(roll.q[w, : ep.num_steps], ep.q, ep.dt, 0.05, m))
-        tool[c].append(div_time(roll.object_pos[w, : ep.num_steps], ep.object_pose[:, :3], ep.dt, eps_m, m))
+        metrics = episode_metrics(eps[roll.episode[w]], roll, w, eps=0.05, m=m)
+        joints[int(roll.candidate[w])].append(metrics["divergence_time_s"])
+        tool[int(roll.candidate[w])].append(metrics["object_divergence_time_s"])
     row = {"task": "tool_use", "checkpoint": str(checkpoint),
            "steps_per_episode": int(np.mean([e.num_steps for e in eps])), "episodes": len(eps),
            "tool_moved_max_m": [round(v, 3) for v in moved],
@@ -118,7 +118,7 @@ def object_calib_row(checkpoint, truth, steps=60, episodes=2, params=OBJECT_PARA
            "joint_divergence_before_s": float(np.mean(joints[0])),
            "joint_divergence_after_s": float(np.mean(joints[1])),
            "tool_divergence_before_s": float(np.mean(tool[0])), "tool_divergence_after_s": float(np.mean(tool[1])),
-           "episode_duration_s": float(np.mean([e.num_steps * e.dt for e in eps])), "tool_eps_m": eps_m}
+           "episode_duration_s": float(np.mean([e.num_steps * e.dt for e in eps])), "tool_eps_m": OBJECT_EPS_M}
     for p in params:
         row[f"{p}_true"], row[f"{p}_fit"] = getattr(truth, p), round(getattr(res.physics, p), 4)
         row[f"{p}_rel_err_pct"] = round(100 * abs(getattr(res.physics, p) / getattr(truth, p) - 1), 3)
