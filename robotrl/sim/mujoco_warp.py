@@ -215,8 +215,8 @@ class WarpBatchSim(BatchSim):
         cam = camera if isinstance(camera, int) else mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
         if isinstance(camera, str) and cam < 0:
             raise KeyError(f"The model has no camera {camera!r}.")
-        if cam < 0:
-            return super().render_tensor(camera, ids, size)
+        if cam < 0:  # the base class's OpenGL renderer (its render_tensor would call back into this one)
+            return torch.from_numpy(super().render(camera, ids, size)).to(self.device)
         key = (int(cam), (int(size[0]), int(size[1])))
         with wp.ScopedDevice(self._wp_device):
             if self._render_key != key:

@@ -85,6 +85,18 @@ def test_warp_batch_render_gives_every_world_the_same_image_as_alone_on_the_cpu_
 
 
 @pytest.mark.slow
+def test_warp_free_camera_renders_through_opengl_as_array_and_tensor_on_the_cpu_device():
+    from robotrl.sim.mujoco_warp import WarpBatchSim
+
+    warp = WarpBatchSim(_humanoid(), SimConfig(backend="warp", num_envs=2, device="cpu", cuda_graph=False))
+    frames = warp.render(-1, torch.tensor([1]), (24, 32))  # no batched form: world by world through OpenGL
+    assert frames.shape == (1, 24, 32, 3) and frames.dtype == np.uint8 and frames.std() > 5
+    tensor = warp.render_tensor(-1, torch.tensor([1]), (24, 32))
+    assert tensor.device == warp.device
+    np.testing.assert_array_equal(tensor.cpu().numpy(), frames)
+
+
+@pytest.mark.slow
 def test_warp_set_const_fields_are_applied_once_before_the_next_forward_on_the_cpu_device(monkeypatch):
     from robotrl.sim.mujoco_warp import WarpBatchSim
 
