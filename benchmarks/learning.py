@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import json
 import os
 import sys
 import tempfile
@@ -174,7 +175,10 @@ def compare(task: str, args: argparse.Namespace, out_dir: Path) -> dict[str, Any
     fig: dict[str, Any] = {
         "compose_overrides": " ".join(overrides), "config_hash": config_hash, "task_config_hash": env_hash,
         "seed": cfg.seed, "torch_threads": cfg.torch_threads, "robotrl_policy_distribution": cfg.policy.distribution,
-        "sb3_policy_distribution": sb3_distribution(cfg), **load_avg("at_start"),
+        "sb3_policy_distribution": sb3_distribution(cfg),
+        # the PPO settings both learners got, as composed (a tuning file edited in the working tree shows here)
+        "algo_config": json.dumps(dataclasses.asdict(cfg.algo), sort_keys=True),
+        **load_avg("at_start"),
     }
     curves: dict[str, Curve] = {}
     for name, train in (("robotrl_ppo", lambda: train_robotrl(cfg, config_yaml, args.episodes)),
