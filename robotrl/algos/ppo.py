@@ -40,6 +40,9 @@ class PPOConfig:
         lr: initial Adam learning rate.
         schedule: ``adaptive`` (KL-driven lr) or ``fixed``.
         desired_kl: KL target of the adaptive schedule.
+        lr_min: floor of the adaptive schedule's step size.
+        lr_max: ceiling of the adaptive schedule's step size (rsl_rl's 1e-2; a lower cap keeps a
+            quiet stretch of small KLs from growing the rate into a destructive update).
         max_grad_norm: global gradient-norm clip.
         normalize_advantages: per mini-batch advantage normalization.
         normalize_rewards: divide rewards by the running std of each world's discounted return
@@ -61,6 +64,8 @@ class PPOConfig:
     lr: float = 1.0e-3
     schedule: str = "adaptive"
     desired_kl: float = 0.01
+    lr_min: float = 1.0e-5
+    lr_max: float = 1.0e-2
     max_grad_norm: float = 1.0
     normalize_advantages: bool = True
     normalize_rewards: bool = False
@@ -74,6 +79,9 @@ class PPO(Algorithm):
     def __init__(self, policy: ActorCritic, cfg: PPOConfig, num_envs: int, device: torch.device) -> None:
         if cfg.schedule not in SCHEDULES:
             raise ValueError(f"Unknown algo.schedule={cfg.schedule!r}; valid: {', '.join(SCHEDULES)}.")
+        if cfg.schedule == "adaptive" and not 0.0 < cfg.lr_min <= cfg.lr <= cfg.lr_max:
+            raise ValueError(f"PPO needs 0 < algo.lr_min <= algo.lr <= algo.lr_max, got lr_min={cfg.lr_min}, "
+                             f"lr={cfg.lr}, lr_max={cfg.lr_max}; set the bounds around the initial rate.")
         self.cfg = cfg
         self.policy = policy.to(device)
         self.device = device
@@ -154,7 +162,7 @@ class PPO(Algorithm):
             with torch.no_grad():
                 kl = float(F.approx_kl(batch["log_probs"], log_prob))
             if c.schedule == "adaptive":
-                self.lr = F.adaptive_lr(self.lr, kl, c.desired_kl)
+                self.lr = F.adaptive_lr(self.lr, kl, c.desired_kl, lr_min=c.lr_min, lr_max=c.lr_max)
                 for group in self.optimizer.param_groups:
                     group["lr"] = self.lr
             loss, metrics = F.ppo_loss(

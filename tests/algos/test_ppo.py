@@ -78,3 +78,35 @@ def test_normalize_rewards_stores_rewards_divided_by_the_discounted_return_std_a
     restored.load_state_tensors(ppo.state_tensors(), {"algo_state": ppo.state_meta()})
     assert torch.equal(restored.return_norm.var, ppo.return_norm.var)
     assert torch.equal(restored._discounted_return, ppo._discounted_return)
+
+
+def test_adaptive_schedule_never_steps_above_lr_max_even_when_every_kl_is_small():
+    import pytest
+
+    policy = ActorCritic(4, 4, 2, PolicyConfig(actor_hidden=[16], critic_hidden=[16]))
+    # with desired_kl 1.0 every mini-batch's KL after the first is far below desired_kl / 2, so the
+    # schedule grows the rate by 1.5x per mini-batch (1e-4 -> 1.5e-4 -> ...) until the cap holds it
+    cfg = PPOConfig(num_steps=4, num_epochs=10, num_minibatches=2, lr=1e-4, lr_min=1e-5, lr_max=3e-4,
+                    desired_kl=1.0)
+    ppo = PPO(policy, cfg, num_envs=8, device=torch.device("cpu"))
+    seen = []
+    original = ppo.optimizer.step
+
+    def record(*args, **kwargs):
+        seen.append(ppo.optimizer.param_groups[0]["lr"])
+        return original(*args, **kwargs)
+
+    ppo.optimizer.step = record
+    ppo.update(_rollout(ppo, 4, obs_scale=1.0))
+    assert max(seen) == 3e-4 and seen.count(3e-4) > 10  # reached the cap and stayed there
+    # the first mini-batch has KL 0 (the rollout's own policy) and keeps the rate; then 1.5x a step
+    assert seen[:5] == pytest.approx([1e-4, 1.5e-4, 2.25e-4, 3e-4, 3e-4], rel=1e-12)
+
+
+def test_lr_outside_the_adaptive_bounds_is_an_error_that_names_them():
+    import pytest
+
+    policy = ActorCritic(4, 4, 2, PolicyConfig(actor_hidden=[16], critic_hidden=[16]))
+    with pytest.raises(ValueError, match="lr_max"):
+        PPO(policy, PPOConfig(lr=1e-3, lr_max=5e-4), num_envs=8, device=torch.device("cpu"))
+    PPO(policy, PPOConfig(lr=1e-3, lr_max=5e-4, schedule="fixed"), num_envs=8, device=torch.device("cpu"))
