@@ -213,7 +213,7 @@ def driving_finetune_demo(args: argparse.Namespace) -> dict[str, float | str]:
     if args.ft_speed_control:  # the same term with the contrast removed: negative = goal, so r_clg = 1
         goal = next((o.split("=", 1)[1] for o in args.ft_reward if o.startswith("reward.goal=")),
                     '"the road is clear"')  # configs/reward/clg_speed.yaml's goal unless overridden
-        arms[f"{p}carl_speed"] = [*clg, f"reward.negative={goal}"]
+        arms[f"{p}carl_speed"] = [*clg, f"reward.negative={goal}", "reward.negatives=[]"]
     if args.ft_eval_only:  # evaluate the runs already in DEMO_DIR again; their training keys stay as saved
         return {f"{name}_heldout_{k}": v for name in (pre, *arms)
                 for k, v in evaluate_run(str(DEMO_DIR / name), **ev_kw).items()}

@@ -149,12 +149,15 @@ def text_head_bench(args: argparse.Namespace, task: str) -> dict[str, float | st
     return out
 
 
-CLG_NEGATIVES = {"clg": "two cars have collided",  # the issue's (and VLM-RL's) negative goal
-                 "clg_obstacle": "an obstacle is ahead"}  # the scene behind most collisions (README)
+CLG_NEGATIVES = {"clg": ("two cars have collided",),  # the issue's (and VLM-RL's) negative goal
+                 "clg_obstacle": ("an obstacle is ahead",),  # the scene behind most collisions (README)
+                 "clg_both": ("two cars have collided", "an obstacle is ahead")}  # reward.negatives: the closest
 
 
 def clg_separation(enc, emb: torch.Tensor, keys: list) -> dict[str, float]:
-    """CLG ("the road is clear" vs each of ``CLG_NEGATIVES``) on fresh driving frames: mean score per scene, AUCs.
+    """CLG ("the road is clear" vs each set of ``CLG_NEGATIVES``) on fresh driving frames: mean score per scene, AUCs.
+
+    A set of several negatives scores each frame against its closest one, as ``reward.negatives`` does.
 
     ``<p>_auc_clear_above_car_collision``: clear frames score above collided-car frames;
     ``<p>_auc_clear_above_obstacle_ahead``: above frames with an obstacle within 2.5 m ahead;
@@ -164,14 +167,14 @@ def clg_separation(enc, emb: torch.Tensor, keys: list) -> dict[str, float]:
 
     scene = np.array([k[1] for k in keys])
     out = {}
-    for p, negative in CLG_NEGATIVES.items():
-        sims = emb @ enc.encode_text(["the road is clear", negative]).T
-        r = clg_reward(sims[:, 0], sims[:, 1], 0.03)
+    for p, negatives in CLG_NEGATIVES.items():
+        sims = emb @ enc.encode_text(["the road is clear", *negatives]).T
+        r = clg_reward(sims[:, 0], sims[:, 1:], 0.03)
         out |= {f"{p}_mean_score_{s}": float(r[torch.from_numpy(scene == s)].mean()) for s in sorted(set(scene))}
         for other, name in (("collided_car", "car_collision"), ("obstacle_ahead", "obstacle_ahead")):
             pair = torch.from_numpy(np.isin(scene, ["clear", other]))
             out[f"{p}_auc_clear_above_{name}"] = auc(r[pair], torch.from_numpy(scene == "clear")[pair])
-        raw = sims[:, 1] - sims[:, 0]  # before clipping: higher = closer to the negative prompt
+        raw = sims[:, 1:].amax(1) - sims[:, 0]  # before clipping: higher = closer to the negative prompt
         out[f"{p}_auc_raw_car_collision_vs_rest"] = auc(raw, torch.from_numpy(scene == "collided_car"))
     return out
 

@@ -50,6 +50,8 @@ class VLMRewardConfig:
         goal: VLM-RM goal prompt, or CLG positive goal ("the road is clear").
         baseline: VLM-RM baseline prompt ("a humanoid robot").
         negative: CLG negative goal ("two cars have collided").
+        negatives: further CLG negative goals ("an obstacle is ahead"); each frame is scored against
+            the closest of ``negative`` and these (``robotrl.rewards.vlm.clg_reward``).
         alpha: VLM-RM partial-projection strength (0: cosine similarity).
         threshold: CLG clip bound.
         v_max: CLG speed gating: ``> 0`` turns the term into VLM-RL's ``(1 - |v - r_clg v_max| / v_max) x``
@@ -71,6 +73,7 @@ class VLMRewardConfig:
     goal: str = ""
     baseline: str = ""
     negative: str = ""
+    negatives: list[str] = field(default_factory=list)
     alpha: float = 0.5
     threshold: float = 0.03
     v_max: float = 0.0

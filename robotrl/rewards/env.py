@@ -44,11 +44,11 @@ def vlm_score_fn(cfg: VLMRewardConfig, encoder: Any) -> Any:
     if cfg.name == "clg":
         if not cfg.goal or not cfg.negative:
             raise ValueError('reward=clg needs reward.goal="<positive>" and reward.negative="<negative>" prompts.')
-        text = encoder.encode_text([cfg.goal, cfg.negative])
+        text = encoder.encode_text([cfg.goal, cfg.negative, *cfg.negatives])
 
         def score(frames: np.ndarray) -> torch.Tensor:
-            sims = encoder.encode_image(frames) @ text.T
-            return clg_reward(sims[:, 0], sims[:, 1], cfg.threshold)
+            sims = encoder.encode_image(frames) @ text.T  # (N, 1 + K): the goal, then the K negatives
+            return clg_reward(sims[:, 0], sims[:, 1:], cfg.threshold)
 
         return score
     raise KeyError(f"reward.name={cfg.name!r} has no score function; valid: vlm_rm, clg.")

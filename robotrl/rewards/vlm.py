@@ -48,7 +48,9 @@ def clg_reward(sim_positive: torch.Tensor, sim_negative: torch.Tensor, threshold
 
     Args:
         sim_positive: ``(N,)`` similarity of each frame to the positive goal ("the road is clear").
-        sim_negative: ``(N,)`` similarity to the negative goal ("two cars have collided").
+        sim_negative: ``(N,)`` similarity to the negative goal ("two cars have collided"), or
+            ``(N, K)`` similarities to ``K`` negative goals, of which each frame's closest counts
+            (``sim_neg = max_k``): a frame is as unsafe as the danger it most resembles.
         threshold: the clip bound (0.03 in VLM-RL).
 
     Returns:
@@ -57,6 +59,8 @@ def clg_reward(sim_positive: torch.Tensor, sim_negative: torch.Tensor, threshold
     """
     if threshold <= 0:
         raise ValueError(f"CLG threshold must be > 0, got {threshold}.")
+    if sim_negative.dim() == 2:
+        sim_negative = sim_negative.amax(-1)
     z = (sim_negative - sim_positive).clamp(0.0, threshold)
     return 1.0 - z / threshold
 

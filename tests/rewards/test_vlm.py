@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -52,6 +53,15 @@ def test_clg_hand_worked():
     torch.testing.assert_close(clg_reward(pos, neg, 0.03), torch.tensor([2 / 3, 1.0, 0.0, 0.0]))
 
 
+def test_clg_with_several_negatives_scores_each_frame_against_its_closest_negative():
+    pos = torch.tensor([0.30, 0.30, 0.30])
+    neg = torch.tensor([[0.31, 0.25], [0.25, 0.32], [0.20, 0.29]])
+    # closest negatives 0.31, 0.32, 0.29: z = 0.01 -> 2/3, z = 0.02 -> 1/3, z < 0 -> 1
+    torch.testing.assert_close(clg_reward(pos, neg, 0.03), torch.tensor([2 / 3, 1 / 3, 1.0]))
+    # one negative column is the (N,) form
+    torch.testing.assert_close(clg_reward(pos, neg[:, :1], 0.03), clg_reward(pos, neg[:, 0], 0.03))
+
+
 def test_clg_speed_reward_hand_worked():
     r = torch.tensor([1.0, 0.5, 0.0])
     v = torch.tensor([2.0, 2.0, 0.0])
@@ -59,3 +69,27 @@ def test_clg_speed_reward_hand_worked():
     # v_max = 4: v_des = 4, 2, 0 -> 1 - |2-4|/4 = 0.5 (x0.5), 1 - 0 = 1, 1 - 0 = 1 (x0.25)
     torch.testing.assert_close(clg_speed_reward(r, v, 4.0, factors), torch.tensor([0.25, 1.0, 0.25]))
     torch.testing.assert_close(clg_speed_reward(r, v, 4.0), torch.tensor([0.5, 1.0, 1.0]))
+
+
+class _AxisEncoder:
+    """A toy encoder: frame ``i`` embeds as unit axis ``frames[i, 0, 0, 0]``; prompts by a fixed table."""
+
+    texts = {"clear": [1.0, 0.0, 0.0], "crash": [0.0, 1.0, 0.0], "obstacle": [0.0, 0.0, 1.0]}
+
+    def encode_image(self, frames):
+        return torch.eye(3)[torch.as_tensor(frames[:, 0, 0, 0], dtype=torch.long)]
+
+    def encode_text(self, prompts):
+        return torch.tensor([self.texts[p] for p in prompts])
+
+
+def test_clg_score_fn_counts_the_extra_negatives_only_when_configured():
+    from robotrl.rewards.config import VLMRewardConfig
+    from robotrl.rewards.env import vlm_score_fn
+
+    frames = np.zeros((3, 2, 2, 3), np.uint8)
+    frames[:, 0, 0, 0] = [0, 1, 2]  # a clear frame, a crash, an obstacle ahead
+    one = VLMRewardConfig(name="clg", goal="clear", negative="crash")
+    both = VLMRewardConfig(name="clg", goal="clear", negative="crash", negatives=["obstacle"])
+    torch.testing.assert_close(vlm_score_fn(one, _AxisEncoder())(frames), torch.tensor([1.0, 0.0, 1.0]))
+    torch.testing.assert_close(vlm_score_fn(both, _AxisEncoder())(frames), torch.tensor([1.0, 0.0, 0.0]))
