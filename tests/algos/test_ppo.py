@@ -16,6 +16,19 @@ def _rollout(ppo, steps, obs_scale):
     return obs
 
 
+def _record_step_lrs(ppo):
+    """A list that gets the optimizer's learning rate at every ``optimizer.step`` of ``ppo``."""
+    seen = []
+    original = ppo.optimizer.step
+
+    def record(*args, **kwargs):
+        seen.append(ppo.optimizer.param_groups[0]["lr"])
+        return original(*args, **kwargs)
+
+    ppo.optimizer.step = record
+    return seen
+
+
 def test_normalizer_is_frozen_during_rollout_so_the_first_step_has_zero_kl():
     policy = ActorCritic(4, 4, 2, PolicyConfig(actor_hidden=[16], critic_hidden=[16]))
     cfg = PPOConfig(num_steps=6, num_epochs=1, num_minibatches=1, schedule="fixed", lr=0.0)
@@ -44,14 +57,7 @@ def test_adaptive_schedule_reports_the_mean_step_size_taken_beside_the_final_one
     policy = ActorCritic(4, 4, 2, PolicyConfig(actor_hidden=[16], critic_hidden=[16]))
     cfg = PPOConfig(num_steps=4, num_epochs=2, num_minibatches=2, schedule="adaptive", lr=1e-3, desired_kl=0.01)
     ppo = PPO(policy, cfg, num_envs=8, device=torch.device("cpu"))
-    seen = []
-    original = ppo.optimizer.step
-
-    def record(*args, **kwargs):
-        seen.append(ppo.optimizer.param_groups[0]["lr"])
-        return original(*args, **kwargs)
-
-    ppo.optimizer.step = record
+    seen = _record_step_lrs(ppo)
     stats = ppo.update(_rollout(ppo, 4, obs_scale=1.0))
     assert len(seen) == 4
     assert abs(stats["lr_mean"] - sum(seen) / 4) < 1e-12
@@ -89,14 +95,7 @@ def test_adaptive_schedule_never_steps_above_lr_max_even_when_every_kl_is_small(
     cfg = PPOConfig(num_steps=4, num_epochs=10, num_minibatches=2, lr=1e-4, lr_min=1e-5, lr_max=3e-4,
                     desired_kl=1.0)
     ppo = PPO(policy, cfg, num_envs=8, device=torch.device("cpu"))
-    seen = []
-    original = ppo.optimizer.step
-
-    def record(*args, **kwargs):
-        seen.append(ppo.optimizer.param_groups[0]["lr"])
-        return original(*args, **kwargs)
-
-    ppo.optimizer.step = record
+    seen = _record_step_lrs(ppo)
     ppo.update(_rollout(ppo, 4, obs_scale=1.0))
     assert max(seen) == 3e-4 and seen.count(3e-4) > 10  # reached the cap and stayed there
     # the first mini-batch has KL 0 (the rollout's own policy) and keeps the rate; then 1.5x a step
