@@ -134,6 +134,78 @@ def train_sb3(cfg: Any, episodes: int) -> tuple[dict[str, float], Curve]:
     return summary(untrained, final, budget.trained_steps, wall), budget.curve
 
 
+def curve_figures(curves: dict[str, Curve]) -> dict[str, Any]:
+    """Time-to-skill figures from the two training curves, beside the final-evaluation ratio.
+
+    The final evaluation says where each learner ends; these say how fast it got there. Both
+    learners are read against one threshold taken from SB3's curve: its first point plus 90% of
+    its rise to its final level (the mean of its last tenth of wall-clock), so "time to 90% of
+    SB3's final" is the same bar for both. ``train_return_time_mean`` is the curve's average over
+    wall-clock (trapezoids), i.e. the area under it per second; its gain is taken over the
+    learner's own first point. A learner that never reaches the bar gets ``"not reached"``.
+    """
+    def last_tenth(curve: Curve) -> float:
+        end = curve[-1][0]
+        tail = [r for t, _, r in curve if t >= 0.9 * end]
+        return sum(tail) / len(tail)
+
+    def time_mean(curve: Curve) -> float:
+        if len(curve) < 2:
+            return curve[0][2]
+        area = sum((t1 - t0) * (r0 + r1) / 2 for (t0, _, r0), (t1, _, r1) in zip(curve, curve[1:], strict=False))
+        return area / (curve[-1][0] - curve[0][0])
+
+    ours, theirs = curves.get("robotrl_ppo"), curves.get("sb3_ppo_adapter")
+    if not ours or not theirs:
+        return {}
+    start = theirs[0][2]
+    bar = start + 0.9 * (last_tenth(theirs) - start)
+    fig: dict[str, Any] = {"curve_bar_90pct_sb3_final_train_return": bar}
+    times: dict[str, float | None] = {}
+    means: dict[str, float] = {}
+    for name, curve in (("robotrl_ppo", ours), ("sb3_ppo_adapter", theirs)):
+        times[name] = next((t for t, _, r in curve if r >= bar), None)
+        means[name] = time_mean(curve) - curve[0][2]
+        fig[f"{name}_curve_final_train_return_last_tenth"] = last_tenth(curve)
+        fig[f"{name}_curve_time_to_90pct_sb3_final_s"] = times[name] if times[name] is not None else "not reached"
+        fig[f"{name}_curve_train_return_time_mean_gain"] = means[name]
+    t_ours, t_theirs = times["robotrl_ppo"], times["sb3_ppo_adapter"]
+    fig["ratio_time_to_90pct_sb3_final_sb3_vs_robotrl"] = (
+        t_theirs / t_ours if t_ours and t_theirs else "undefined: a learner never reached the bar")
+    fig["ratio_train_return_time_mean_gain_robotrl_vs_sb3"] = (
+        means["robotrl_ppo"] / means["sb3_ppo_adapter"] if means["sb3_ppo_adapter"] > 0
+        else "undefined: SB3 mean gain <= 0")
+    return fig
+
+
+def read_curves(path: Path) -> dict[str, Curve]:
+    """The curves ``write_curves`` saved, by learner."""
+    curves: dict[str, Curve] = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            curves.setdefault(row["learner"], []).append(
+                (float(row["wall_s"]), int(row["env_steps"]), float(row["train_return_mean_last_100_episodes"])))
+    return curves
+
+
+def curves_only(out_dir: Path) -> dict[str, Any]:
+    """``--curves-only``: the time-to-skill figures of every saved robotrl-vs-SB3 curve file, by its label."""
+    fig: dict[str, Any] = {}
+    rows = []
+    for path in sorted(out_dir.glob("learning_curves_*.csv")):
+        label = path.stem.removeprefix("learning_curves_")
+        part = curve_figures(read_curves(path))
+        if not part:  # another benchmark's curves (off-policy learners), not this comparison
+            continue
+        fig |= {f"{label}_{k}": v for k, v in part.items()}
+        rows.append((label, "  ".join(f"{fmt(part[k]):>14}" for k in (
+            "robotrl_ppo_curve_time_to_90pct_sb3_final_s", "sb3_ppo_adapter_curve_time_to_90pct_sb3_final_s",
+            "ratio_time_to_90pct_sb3_final_sb3_vs_robotrl", "ratio_train_return_time_mean_gain_robotrl_vs_sb3"))))
+    print(table(rows, "time to 90% of SB3's final training return: robotrl s, SB3 s, SB3/robotrl; "
+                      "mean training-return gain robotrl/SB3"))
+    return fig
+
+
 def write_curves(curves: dict[str, Curve], out_dir: Path, task: str, title: str) -> tuple[Path, Path]:
     import matplotlib
 
@@ -192,6 +264,7 @@ def compare(task: str, args: argparse.Namespace, out_dir: Path) -> dict[str, Any
     fig["ratio_return_gain_robotrl_vs_sb3"] = ours / theirs if theirs > 0 else "undefined: SB3 gain <= 0"
     fig["ratio_env_steps_robotrl_vs_sb3"] = fig["robotrl_ppo_env_steps_count"] / max(
         fig["sb3_ppo_adapter_env_steps_count"], 1)
+    fig |= curve_figures(curves)
     label = f"{task}_{args.prefix}" if args.prefix else task
     png, csv_path = write_curves(curves, out_dir, label, f"{task}, {args.num_envs} worlds, {args.budget:g} s per "
                                  f"learner, config {config_hash}")
@@ -211,6 +284,8 @@ def main() -> None:
     parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 16 worlds, 5 s, 8 episodes, temp dir")
     parser.add_argument("--prefix", default="", help="file this run as <task>_<prefix>_* beside the task's keys")
+    parser.add_argument("--curves-only", action="store_true",
+                        help="train nothing: add the time-to-skill figures of every saved curve file to learning.json")
     args = parser.parse_args()
     if args.quick:
         args.budget, args.num_envs, args.episodes = 5.0, 16, 8
@@ -218,6 +293,9 @@ def main() -> None:
     out_dir = Path(args.out) if args.out else RESULTS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks = args.task or ["humanoid"]
+    if args.curves_only:
+        merge_into_results(out_dir, curves_only(out_dir))
+        return
     fig: dict[str, Any] = {"budget_s_per_learner": args.budget, "num_envs": args.num_envs, "sim_threads": args.threads,
                            "eval_episodes_count": args.episodes, "eval_seed": EVAL_SEED,
                            "eval_protocol": "deterministic actions, first episode of each world",
@@ -228,10 +306,13 @@ def main() -> None:
         fig |= compare(task, args, out_dir)
         if args.prefix:  # the unprefixed "date" is the file's last save
             fig[f"{task}_{args.prefix}_date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    old = out_dir / "learning.json"
-    if old.exists():  # rewrite what this run produces and keep every other key (other tasks, other prefixes)
-        import json
+    merge_into_results(out_dir, fig)
 
+
+def merge_into_results(out_dir: Path, fig: dict[str, Any]) -> None:
+    """Rewrite what this run produces in ``learning.json`` and keep every other key (other tasks, prefixes)."""
+    old = out_dir / "learning.json"
+    if old.exists():
         fig = {**json.loads(old.read_text()), **fig}
     path = save("learning", fig, merge=False, out_dir=out_dir)
     print(f"saved {path}")
