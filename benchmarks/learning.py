@@ -114,9 +114,11 @@ def train_robotrl(cfg: Any, config_yaml: str, episodes: int) -> tuple[dict[str, 
     runner.learn()
     wall = time.perf_counter() - start
     final = first_episodes(cfg, runner.algo.policy, episodes)
-    curve = [(r["time_s"], r["env_steps"], r["episode/return"]) for r in read_metrics(run_dir)
-             if r.get("episode/return") is not None]
-    return summary(untrained, final, runner.env_steps, wall), curve
+    rows = read_metrics(run_dir)
+    curve = [(r["time_s"], r["env_steps"], r["episode/return"]) for r in rows if r.get("episode/return") is not None]
+    stds = [r["action_std"] for r in rows if r.get("action_std") is not None]
+    # the spread of the actions in the last update, in [-1, 1] units (Gaussian or Beta)
+    return summary(untrained, final, runner.env_steps, wall) | {"final_action_std": stds[-1]}, curve
 
 
 def train_sb3(cfg: Any, episodes: int) -> tuple[dict[str, float], Curve]:
@@ -131,7 +133,8 @@ def train_sb3(cfg: Any, episodes: int) -> tuple[dict[str, float], Curve]:
     wall = time.perf_counter() - start
     venv.training = False
     final = first_episodes(cfg, SB3Deterministic(model, venv), episodes)
-    return summary(untrained, final, budget.trained_steps, wall), budget.curve
+    std = float(model.policy.log_std.detach().exp().mean())  # SB3's state-independent Gaussian std
+    return summary(untrained, final, budget.trained_steps, wall) | {"final_action_std": std}, budget.curve
 
 
 def curve_figures(curves: dict[str, Curve]) -> dict[str, Any]:

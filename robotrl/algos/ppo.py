@@ -140,8 +140,11 @@ class PPO(Algorithm):
         """GAE, then ``num_epochs x num_minibatches`` clipped PPO steps; clears the rollout.
 
         Returns mean losses and KL over the mini-batches, ``lr`` (the step size the next update
-        starts from) and ``lr_mean`` (the mean step size taken; under ``schedule=adaptive`` the
-        rate moves within an update, so ``lr`` alone can read the floor while most steps were larger).
+        starts from), ``lr_mean`` (the mean step size taken; under ``schedule=adaptive`` the
+        rate moves within an update, so ``lr`` alone can read the floor while most steps were larger)
+        and ``action_std`` (the mean std of the actions the mini-batches were scored with, in the
+        env's ``[-1, 1]`` units, for the Gaussian and the Beta head alike). After each step the
+        Gaussian std is projected onto ``policy.max_std`` when that is set.
         """
         s, c = self.storage, self.cfg
         with torch.no_grad():
@@ -149,7 +152,8 @@ class PPO(Algorithm):
             rewards = F.bootstrap_timeouts(s.rewards, s.truncated, s.final_values, c.gamma)
             adv, ret = F.compute_gae(rewards, s.values, s.dones, last_values, c.gamma, c.lam)
             s.set_returns(adv, ret)
-        totals = {"loss/policy": 0.0, "loss/value": 0.0, "loss/entropy": 0.0, "kl": 0.0, "lr_mean": 0.0}
+        totals = {"loss/policy": 0.0, "loss/value": 0.0, "loss/entropy": 0.0, "kl": 0.0, "lr_mean": 0.0,
+                  "action_std": 0.0}
         n = 0
         value_clip = c.value_clip if c.value_clip > 0 else None
         for batch in s.minibatches(c.num_minibatches, c.num_epochs):
@@ -173,9 +177,11 @@ class PPO(Algorithm):
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.max_grad_norm)
             self.optimizer.step()
+            self.policy.clamp_std()
             for key, metric in metrics.items():
                 totals[key] += metric.item()
             totals["kl"] += kl
+            totals["action_std"] += float(self.policy.action_std(dist).detach().mean())
             totals["lr_mean"] += self.lr
             n += 1
         # Normalizer statistics move only between iterations: during the rollout and the
@@ -184,7 +190,6 @@ class PPO(Algorithm):
         s.clear()
         stats = {k: v / max(n, 1) for k, v in totals.items()}
         stats["lr"] = self.lr
-        stats["action_std"] = float(self.policy.log_std.detach().exp().mean())
         return stats
 
     # --- checkpointing -------------------------------------------------------------

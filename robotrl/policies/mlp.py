@@ -34,6 +34,10 @@ class PolicyConfig:
         critic_hidden: hidden layer sizes of the critic.
         activation: one of ``elu``, ``relu``, ``tanh``, ``silu``, ``gelu``.
         init_std: initial action std of the Gaussian head.
+        max_std: upper bound on the Gaussian head's std (``0`` leaves it unbounded). Actions are
+            clipped to ``[-1, 1]``, so past about 1 a larger std only saturates more samples; on
+            driving the learned std grew without bound (0.8 -> 20-40 in 600 s). The trainer
+            projects the std back onto the bound after each optimizer step (``clamp_std``).
         distribution: ``gaussian`` or ``beta`` (CaRL).
         normalize_obs: keep running mean/std of observations.
         init: ``default`` (PyTorch's) or ``orthogonal`` (hidden layers with gain sqrt(2), the
@@ -46,6 +50,7 @@ class PolicyConfig:
     critic_hidden: list[int] = field(default_factory=lambda: [256, 128, 64])
     activation: str = "elu"
     init_std: float = 0.8
+    max_std: float = 0.0
     distribution: str = "gaussian"
     normalize_obs: bool = True
     init: str = "default"
@@ -75,6 +80,9 @@ class ActorCritic(nn.Module):
         out = 2 * action_dim if cfg.distribution == "beta" else action_dim
         self.actor = mlp(obs_dim, list(cfg.actor_hidden), out, cfg.activation)
         self.critic = mlp(critic_dim, list(cfg.critic_hidden), 1, cfg.activation)
+        if cfg.max_std < 0 or 0 < cfg.max_std < cfg.init_std:
+            raise ValueError(f"policy.max_std={cfg.max_std} must be 0 (unbounded) or at least policy.init_std="
+                             f"{cfg.init_std}.")
         self.log_std = nn.Parameter(torch.full((action_dim,), math.log(cfg.init_std)))
         self.obs_norm = RunningNorm(obs_dim) if cfg.normalize_obs else nn.Identity()
         self.critic_norm = RunningNorm(critic_dim) if cfg.normalize_obs else nn.Identity()
@@ -107,6 +115,21 @@ class ActorCritic(nn.Module):
             alpha, beta = (nn.functional.softplus(out) + 1.0).chunk(2, dim=-1)
             return Beta(alpha, beta)
         return Normal(out, self.log_std.exp().expand_as(out))
+
+    def action_std(self, dist: Distribution) -> torch.Tensor:
+        """``(B, A)`` std of ``dist``'s actions in the env's ``[-1, 1]`` units, before clipping."""
+        std = dist.variance.sqrt()
+        return 2.0 * std if self.cfg.distribution == "beta" else std
+
+    @torch.no_grad()
+    def clamp_std(self) -> None:
+        """Project the Gaussian std onto ``(0, max_std]`` (a no-op when ``max_std`` is 0 or for Beta).
+
+        A projection after the optimizer step, not a clamp in the forward pass: a clamped forward
+        would give the parameter no gradient once past the bound, so it could never come back down.
+        """
+        if self.cfg.max_std > 0:
+            self.log_std.clamp_(max=math.log(self.cfg.max_std))
 
     def to_action(self, sample: torch.Tensor) -> torch.Tensor:
         """Map a distribution sample to the env's ``[-1, 1]`` action."""

@@ -109,3 +109,17 @@ def test_lr_outside_the_adaptive_bounds_is_an_error_that_names_them():
     with pytest.raises(ValueError, match="lr_max"):
         PPO(policy, PPOConfig(lr=1e-3, lr_max=5e-4), num_envs=8, device=torch.device("cpu"))
     PPO(policy, PPOConfig(lr=1e-3, lr_max=5e-4, schedule="fixed"), num_envs=8, device=torch.device("cpu"))
+
+
+def test_update_with_max_std_keeps_the_std_at_the_bound_and_reports_the_spread_taken():
+    policy = ActorCritic(4, 4, 2, PolicyConfig(actor_hidden=[16], critic_hidden=[16], init_std=0.8, max_std=0.9))
+    # a large entropy bonus and step size push the std up hard; the projection stops it at 0.9
+    cfg = PPOConfig(num_steps=4, num_epochs=4, num_minibatches=2, schedule="fixed", lr=0.1, entropy_coef=10.0)
+    ppo = PPO(policy, cfg, num_envs=8, device=torch.device("cpu"))
+    stats = ppo.update(_rollout(ppo, 4, obs_scale=1.0))
+    assert torch.allclose(policy.log_std.exp(), torch.full((2,), 0.9))
+    assert 0.8 <= stats["action_std"] <= 0.9 + 1e-6  # the mean std the mini-batches were scored with
+    free = ActorCritic(4, 4, 2, PolicyConfig(actor_hidden=[16], critic_hidden=[16], init_std=0.8))
+    ppo = PPO(free, cfg, num_envs=8, device=torch.device("cpu"))
+    ppo.update(_rollout(ppo, 4, obs_scale=1.0))
+    assert bool((free.log_std.exp() > 0.9).all())  # without the bound the same update goes past it

@@ -44,3 +44,39 @@ def test_unknown_init_is_rejected_with_the_valid_choices():
 
     with pytest.raises(ValueError, match="valid: default, orthogonal"):
         ActorCritic(2, 2, 1, PolicyConfig(init="xavier"))
+
+
+def test_action_std_reads_the_spread_in_action_units_for_both_heads():
+    gauss = ActorCritic(3, 3, 2, PolicyConfig(actor_hidden=[8], critic_hidden=[8], init_std=0.5))
+    obs = torch.randn(4, 3)
+    assert torch.allclose(gauss.action_std(gauss.distribution(obs)), torch.full((4, 2), 0.5))
+    beta = ActorCritic(3, 3, 2, PolicyConfig(actor_hidden=[8], critic_hidden=[8], distribution="beta"))
+    with torch.no_grad():  # output 0 -> alpha = beta = softplus(0) + 1 = 1.6931: var = 1/(4 (2a+1))
+        beta.actor[-1].weight.zero_()
+        beta.actor[-1].bias.zero_()
+    a = 1.0 + float(np.log(2.0))
+    expected = 2.0 * (0.25 / (2 * a + 1)) ** 0.5  # std on [0, 1] doubled for [-1, 1]
+    assert torch.allclose(beta.action_std(beta.distribution(obs)), torch.full((4, 2), expected), atol=1e-6)
+
+
+def test_clamp_std_projects_onto_max_std_and_leaves_the_std_free_below_it():
+    policy = ActorCritic(3, 3, 2, PolicyConfig(actor_hidden=[8], critic_hidden=[8], init_std=0.8, max_std=1.0))
+    with torch.no_grad():
+        policy.log_std.copy_(torch.log(torch.tensor([3.0, 0.5])))
+    policy.clamp_std()
+    assert torch.allclose(policy.log_std.exp(), torch.tensor([1.0, 0.5]))
+    # the projected parameter still gets a gradient, so the std can come back down
+    policy.distribution(torch.randn(4, 3)).entropy().sum().backward()
+    assert policy.log_std.grad is not None and bool((policy.log_std.grad != 0).all())
+    unbounded = ActorCritic(3, 3, 2, PolicyConfig(actor_hidden=[8], critic_hidden=[8]))
+    with torch.no_grad():
+        unbounded.log_std.fill_(float(np.log(40.0)))
+    unbounded.clamp_std()  # max_std 0: no bound
+    assert torch.allclose(unbounded.log_std.exp(), torch.full((2,), 40.0))
+
+
+def test_max_std_below_init_std_is_an_error_that_names_both():
+    import pytest
+
+    with pytest.raises(ValueError, match=r"policy.max_std=0.5 .* policy.init_std=0.8"):
+        ActorCritic(2, 2, 1, PolicyConfig(init_std=0.8, max_std=0.5))
