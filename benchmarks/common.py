@@ -163,7 +163,7 @@ def sb3_distribution(cfg: Any) -> str:
     """What SB3's policy distribution is for ``cfg``, in words, for the results JSON."""
     if cfg.policy.distribution == "beta":
         return "gaussian (SB3 has no Beta policy; robotrl's learner uses the config's beta, clipped-Gaussian in SB3)"
-    if getattr(cfg.policy, "max_std", 0.0) > 0:
+    if cfg.policy.max_std > 0:
         return (f"gaussian with an unbounded std (SB3 has no bound; robotrl projects its std onto "
                 f"policy.max_std={cfg.policy.max_std:g})")
     return cfg.policy.distribution

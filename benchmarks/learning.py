@@ -103,7 +103,7 @@ def summary(untrained: dict, final: dict, env_steps: int, wall: float) -> dict[s
     return out
 
 
-def train_robotrl(cfg: Any, config_yaml: str, episodes: int) -> tuple[dict[str, float], Curve]:
+def train_robotrl(cfg: Any, config_yaml: str, episodes: int) -> tuple[dict[str, Any], Curve]:
     from robotrl.monitoring import read_metrics
     from robotrl.runners import make_runner
 
@@ -118,7 +118,8 @@ def train_robotrl(cfg: Any, config_yaml: str, episodes: int) -> tuple[dict[str, 
     curve = [(r["time_s"], r["env_steps"], r["episode/return"]) for r in rows if r.get("episode/return") is not None]
     stds = [r["action_std"] for r in rows if r.get("action_std") is not None]
     # the spread of the actions in the last update, in [-1, 1] units (Gaussian or Beta)
-    return summary(untrained, final, runner.env_steps, wall) | {"final_action_std": stds[-1]}, curve
+    std = stds[-1] if stds else "not logged by this learner"
+    return summary(untrained, final, runner.env_steps, wall) | {"final_action_std": std}, curve
 
 
 def train_sb3(cfg: Any, episodes: int) -> tuple[dict[str, float], Curve]:
