@@ -124,14 +124,15 @@ def evaluate(cfg: Any) -> dict[str, Any]:
     if isinstance(camera, str) and camera.lstrip("-").isdigit():
         camera = int(camera)
 
+    first_world = torch.tensor([0])
+
     def on_step(step: int) -> None:
         if step > cfg.video_steps:
             return
         for key, value in env.task.trace().items():
             trace.setdefault(key, []).append(value[0].detach().cpu().numpy())
         if renderer is not None:
-            model, data = env.sim.get_world(0)
-            frames.append(renderer.render_data(model, data, camera))
+            frames.append(renderer.render_worlds(env.sim, camera, first_world)[0])
 
     try:
         stats = run_episodes(env, policy, cfg.episodes, cfg.deterministic, on_step)

@@ -119,8 +119,16 @@ class BatchSim(abc.ABC):
         """Ray distances ``(nsim, nray)`` from origins/directions ``(nsim, nray, 3)``; -1 for a miss."""
 
     @abc.abstractmethod
-    def get_world(self, world: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
-        """A standalone ``(MjModel, MjData)`` copy of one world, for rendering or inspection."""
+    def get_world(
+        self, world: int, model: mujoco.MjModel | None = None, data: mujoco.MjData | None = None
+    ) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        """A standalone ``(MjModel, MjData)`` copy of one world, for rendering or inspection.
+
+        ``model`` and ``data`` (an earlier result of ``get_world`` on this sim) are written into
+        instead of allocating new ones: the world's model fields and state, then ``mj_forward``.
+        Fields that ``mj_forward`` does not derive from the state (warm starts, applied forces)
+        may keep another world's values, so reuse them for rendering and kinematics only.
+        """
 
     def render(self, camera: str | int, ids: torch.Tensor, size: tuple[int, int] = (84, 84)) -> np.ndarray:
         """Render worlds ``ids`` from ``camera``: ``(k, H, W, 3)`` uint8 (lean settings)."""

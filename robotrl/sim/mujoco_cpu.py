@@ -189,9 +189,15 @@ class CpuBatchSim(BatchSim):
         )
         return torch.from_numpy(np.asarray(dist))
 
-    def get_world(self, world: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
-        """Standalone model and data of world ``world`` (its randomized parameters included)."""
-        model = self._batch.get_model(world)
-        data = self._batch.get_data(world)
+    def get_world(
+        self, world: int, model: mujoco.MjModel | None = None, data: mujoco.MjData | None = None
+    ) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        """Standalone model and data of world ``world`` (its randomized parameters included).
+
+        Given ``model`` and ``data`` (from an earlier call), ``mujoco.batch`` writes into them; a
+        fresh pair costs an MjModel copy and an MjData allocation (about 0.5 ms per world).
+        """
+        model = self._batch.get_model(world, model)
+        data = self._batch.get_data(world, data)
         mujoco.mj_forward(model, data)
         return model, data

@@ -233,14 +233,19 @@ class WarpBatchSim(BatchSim):
         rgb = wp.to_torch(self._rgb)[ids.to(self.device, torch.int64)]  # (k, H, W, 3) float in [0, 1]
         return (rgb * 255.0 + 0.5).clamp_(0, 255).to(torch.uint8)
 
-    def get_world(self, world: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
-        """Host copy of world ``world`` (per-world model fields copied in) for rendering."""
-        model = self.model.__copy__()
+    def get_world(
+        self, world: int, model: mujoco.MjModel | None = None, data: mujoco.MjData | None = None
+    ) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        """Host copy of world ``world`` (per-world model fields copied in) for rendering.
+
+        Writes into ``model`` and ``data`` when they are given (an earlier result).
+        """
+        model = self.model.__copy__() if model is None else model
         for name in self._per_world:
             value = self._model_view(name)
             row = value[world if value.shape[0] > 1 else 0].detach().cpu().numpy()
             getattr(model, name)[...] = np.asarray(row, dtype=np.float64).reshape(getattr(model, name).shape)
-        data = mujoco.MjData(model)
+        data = mujoco.MjData(model) if data is None else data
         mjw.get_data_into(data, model, self.d, world_id=world)
         mujoco.mj_forward(model, data)
         return model, data

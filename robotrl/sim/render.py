@@ -56,6 +56,9 @@ class BatchRenderer:
                 "Run scripts/setup.sh to install EGL/OSMesa, or set MUJOCO_GL=osmesa."
             ) from err
         self._opt = mujoco.MjvOption()
+        self._planes = np.flatnonzero(self._model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE)
+        # render_worlds writes each world into one reused (model, data) pair of the sim it last rendered
+        self._world: tuple[object, mujoco.MjModel, mujoco.MjData] | None = None
         if lean:
             flags = self._renderer.scene.flags
             flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
@@ -70,9 +73,7 @@ class BatchRenderer:
                 dst = getattr(self._model, name)
                 if src.shape == dst.shape:
                     dst[:] = src
-            for g in range(self._model.ngeom):
-                if self._model.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE:
-                    self._model.geom_size[g, 2] = 1.0
+            self._model.geom_size[self._planes, 2] = 1.0
         self._renderer.update_scene(data, camera=camera, scene_option=self._opt)
         if self.lean:
             flags = self._renderer.scene.flags
@@ -82,10 +83,18 @@ class BatchRenderer:
         return self._renderer.render().copy()
 
     def render_worlds(self, sim: BatchSim, camera: str | int, ids: torch.Tensor) -> np.ndarray:
-        """Render worlds ``ids`` of ``sim``: ``(k, H, W, 3)`` uint8."""
+        """Render worlds ``ids`` of ``sim``: ``(k, H, W, 3)`` uint8.
+
+        Each world is written into one ``(MjModel, MjData)`` pair that is kept for the next call
+        (``sim.get_world(w, model, data)``): a fresh copy per world cost more than drawing it.
+        """
         frames = []
         for world in ids.tolist():
-            model, data = sim.get_world(int(world))
+            if self._world is None or self._world[0] is not sim:
+                model, data = sim.get_world(int(world))
+                self._world = (sim, model, data)
+            else:
+                model, data = sim.get_world(int(world), self._world[1], self._world[2])
             frames.append(self.render_data(model, data, camera))
         return np.stack(frames) if frames else np.zeros((0, *self.size, 3), np.uint8)
 
