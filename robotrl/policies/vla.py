@@ -107,7 +107,13 @@ class TinyVision(nn.Module):
 
 
 class EfficientNetStages(nn.Module):
-    """Pretrained EfficientNet-Lite0 up to block ``stages`` (see ``VISION_STAGE_SHAPES``), frozen, in eval mode."""
+    """Pretrained EfficientNet-Lite0 up to block ``stages`` (see ``VISION_STAGE_SHAPES``), frozen, in eval mode.
+
+    The registered ``stem`` and ``blocks`` hold the pretrained weights (what checkpoints save and
+    load); ``forward`` runs a copy with the batch norms folded into the convs
+    (``robotrl.rewards.encoders.fold_batch_norms``),
+    built on first use and again after ``load_state_dict`` or a move to another device or dtype.
+    """
 
     def __init__(self, stages: int = 5) -> None:
         super().__init__()
@@ -123,6 +129,16 @@ class EfficientNetStages(nn.Module):
         for p in self.parameters():
             p.requires_grad_(False)
         self.eval()
+        self._drop_folded()
+        self.register_load_state_dict_post_hook(lambda module, incompatible: module._drop_folded())
+
+    def _drop_folded(self) -> None:
+        # a plain attribute, not a submodule: it never enters state_dict() or parameters()
+        object.__setattr__(self, "_folded", None)
+
+    def _apply(self, fn, recurse: bool = True):  # noqa: ANN001, ANN202 - nn.Module's hook for .to()/.float()
+        self._drop_folded()
+        return super()._apply(fn, recurse)
 
     def train(self, mode: bool = True) -> EfficientNetStages:
         """Always eval: the tower is frozen, its batch-norm statistics never move."""
@@ -130,7 +146,11 @@ class EfficientNetStages(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Feature map ``(B, C, S/stride, S/stride)`` of normalized ``(B, 3, S, S)`` frames."""
-        return self.blocks(self.stem(x))
+        if self._folded is None:
+            from robotrl.rewards.encoders import fold_batch_norms
+
+            object.__setattr__(self, "_folded", fold_batch_norms(nn.Sequential(self.stem, self.blocks)))
+        return self._folded(x)
 
 
 class VLA(nn.Module):

@@ -106,6 +106,38 @@ def test_pretrained_towers_give_vision_token_grids_and_unit_text_embeddings(pret
     assert emb[0] @ emb[1] > emb[0] @ emb[2]  # a paraphrase is nearer than another tool
 
 
+def test_pretrained_tower_runs_folded_batch_norms_that_match_the_unfolded_net(pretrained):
+    model, _ = pretrained
+    tower = model.vision
+    x = torch.randn(4, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        unfolded = tower.blocks(tower.stem(x))
+        folded = tower(x)
+    scale = unfolded.abs().max()
+    assert torch.allclose(folded, unfolded, atol=1e-5 * float(scale), rtol=0)
+    # every batch norm of the pretrained tower was folded into its conv
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in tower._folded.modules())
+    # checkpoints keep the pretrained layout: the folded copy is neither saved nor trained
+    keys = set(model.state_dict())
+    assert "vision.stem.1.running_mean" in keys and not any("_folded" in k for k in keys)
+    assert all(id(p) not in {id(q) for q in model.parameters()} for p in tower._folded.parameters())
+
+
+def test_loading_other_tower_weights_refolds_the_tower(pretrained):
+    model, _ = pretrained
+    other = VLA(VLAConfig(), 7, 4)
+    x = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        before = other.vision(x)
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        state["vision.stem.1.bias"] += 1.0  # a checkpoint whose tower differs
+        other.load_state_dict(state)
+        after = other.vision(x)
+        expected = other.vision.blocks(other.vision.stem(x))
+    assert not torch.allclose(before, after)
+    assert torch.allclose(after, expected, atol=1e-5 * float(expected.abs().max()), rtol=0)
+
+
 def test_vla_base_gets_images_and_instructions_through_the_residual_env():
     from robotrl.tasks.tool_use.language.config import ToolUseLanguageConfig
 

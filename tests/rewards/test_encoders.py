@@ -120,9 +120,16 @@ def test_lit_text_tower_matches_sentence_similarity_of_minilm(towers):
     assert float(t[0] @ t[1]) > float(t[0] @ t[2]) + 0.2
 
 
-def test_lit_image_tower_is_the_pretrained_imagenet_network(towers):
+def test_lit_image_tower_is_the_pretrained_imagenet_network_with_its_norms_folded(towers):
+    from robotrl.rewards.encoders import load_efficientnet_lite0
+
+    net = load_efficientnet_lite0().eval()
     # ImageNet BN statistics are loaded: the stem's running mean is not timm's fresh init (zeros).
-    assert towers.image_net.bn1.running_mean.abs().sum() > 0
+    assert net.bn1.running_mean.abs().sum() > 0
+    x = torch.randn(2, 3, 96, 96, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        ref = net(x)
+        torch.testing.assert_close(towers.image_net(x), ref, atol=1e-5 * float(ref.abs().max()), rtol=0)
 
 
 def test_lit_residual_text_head_at_init_keeps_minilm_similarities(towers):
@@ -146,3 +153,26 @@ def test_lit_artefact_without_text_head_loads_as_the_earlier_mlp_head(towers, tm
     again = load_lit(path, towers=towers)
     assert again.heads.text_head == "mlp"
     torch.testing.assert_close(again.encode_text(["a car"]), enc.encode_text(["a car"]))
+
+
+def test_fold_batch_norms_matches_the_net_and_folds_only_conv_then_norm_pairs():
+    from robotrl.rewards.encoders import fold_batch_norms
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                              torch.nn.BatchNorm2d(4), torch.nn.Conv2d(4, 2, 1, bias=False), torch.nn.BatchNorm2d(2))
+    for bn in (net[1], net[3], net[5]):  # statistics a fresh norm would not have
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.data.uniform_(0.5, 2)
+        bn.bias.data.uniform_(-1, 1)
+    net.eval()
+    folded = fold_batch_norms(net)
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(folded(x), net(x), atol=1e-5, rtol=1e-5)
+    # conv -> norm pairs became one conv; the norm after the ReLU has no conv to fold into and stays
+    assert isinstance(folded[1], torch.nn.Identity) and isinstance(folded[5], torch.nn.Identity)
+    assert isinstance(folded[3], torch.nn.BatchNorm2d)
+    assert folded[4].bias is not None and not any(p.requires_grad for p in folded.parameters())
+    assert isinstance(net[1], torch.nn.BatchNorm2d)  # the input net is left as it was
