@@ -115,6 +115,8 @@ class EfficientNetStages(nn.Module):
     built on first use and again after ``load_state_dict`` or a move to another device or dtype.
     """
 
+    _folded: nn.Module | None
+
     def __init__(self, stages: int = 5) -> None:
         super().__init__()
         from robotrl.rewards.encoders import load_efficientnet_lite0
