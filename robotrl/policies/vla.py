@@ -148,11 +148,13 @@ class EfficientNetStages(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Feature map ``(B, C, S/stride, S/stride)`` of normalized ``(B, 3, S, S)`` frames."""
-        if self._folded is None:
+        folded = self._folded
+        if folded is None:
             from robotrl.rewards.encoders import fold_batch_norms
 
-            object.__setattr__(self, "_folded", fold_batch_norms(nn.Sequential(self.stem, self.blocks)))
-        return self._folded(x)
+            folded = fold_batch_norms(nn.Sequential(self.stem, self.blocks))
+            object.__setattr__(self, "_folded", folded)
+        return folded(x)
 
 
 class VLA(nn.Module):
