@@ -162,6 +162,37 @@ def throughput(args, fig: dict) -> None:
         count += 64
     fig["vla_forward_frames_per_s_batch64_cpu"] = count / (time.perf_counter() - start)
     fig["vla_vision_stages"] = args.vision_stages
+    tower_speed(model, fig)
+
+
+def tower_speed(model: VLA, fig: dict) -> None:
+    """The frozen tower at batch 64 as loaded (batch norms) and as run (folded into the convs), interleaved.
+
+    Inputs are random frames preprocessed as ``VLA.vision_tokens`` does (channels-last strides): the
+    speed of both arms depends on that layout (an NCHW-contiguous input ran both at about 50 ms).
+    """
+    if not hasattr(model.vision, "stem"):
+        return  # the tiny test tower has no batch norms
+    size = model.cfg.image_size
+    frames = torch.randint(0, 256, (64, size, size, 3), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    # vision_tokens' own preprocessing: from (B, H, W, 3) frames, so the tensor keeps channels-last strides
+    x = (frames.permute(0, 3, 1, 2).float() / 255.0 - model._mean) / model._std
+    arms = {"unfolded": lambda: model.vision.blocks(model.vision.stem(x)), "folded": lambda: model.vision(x)}
+    times, batches = dict.fromkeys(arms, 0.0), dict.fromkeys(arms, 0)
+    with torch.no_grad():
+        ref, out = arms["unfolded"](), arms["folded"]()
+        while min(times.values()) < 5.0:  # alternating calls: both arms see the same machine load
+            for name, fn in arms.items():
+                start = time.perf_counter()
+                fn()
+                times[name] += time.perf_counter() - start
+                batches[name] += 1
+    for name in arms:
+        fig[f"vla_tower_{name}_frames_per_s_batch64_cpu"] = 64 * batches[name] / times[name]
+    fig["vla_tower_ratio_folded_vs_unfolded"] = (fig["vla_tower_folded_frames_per_s_batch64_cpu"]
+                                                 / fig["vla_tower_unfolded_frames_per_s_batch64_cpu"])
+    fig["vla_tower_folded_max_abs_diff"] = float((out - ref).abs().max())
+    fig["vla_tower_feature_max_abs"] = float(ref.abs().max())
 
 
 def success_table(model: VLA, args, prefix: str, fig: dict) -> None:
