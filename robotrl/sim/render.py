@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from typing import TYPE_CHECKING
 
 import mujoco
@@ -57,8 +58,9 @@ class BatchRenderer:
             ) from err
         self._opt = mujoco.MjvOption()
         self._planes = np.flatnonzero(self._model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE)
-        # render_worlds writes each world into one reused (model, data) pair of the sim it last rendered
-        self._world: tuple[object, mujoco.MjModel, mujoco.MjData] | None = None
+        # render_worlds writes each world into one reused (model, data) pair of the sim it last rendered;
+        # a weak reference, so that a sim holding this renderer is not kept alive by a cycle
+        self._world: tuple[weakref.ref, mujoco.MjModel, mujoco.MjData] | None = None
         if lean:
             flags = self._renderer.scene.flags
             flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
@@ -90,9 +92,9 @@ class BatchRenderer:
         """
         frames = []
         for world in ids.tolist():
-            if self._world is None or self._world[0] is not sim:
+            if self._world is None or self._world[0]() is not sim:
                 model, data = sim.get_world(int(world))
-                self._world = (sim, model, data)
+                self._world = (weakref.ref(sim), model, data)
             else:
                 model, data = sim.get_world(int(world), self._world[1], self._world[2])
             frames.append(self.render_data(model, data, camera))

@@ -64,3 +64,18 @@ def test_render_worlds_with_reused_buffers_matches_fresh_copies_pixel_for_pixel(
     again = sim.render("top", torch.tensor([0]), (32, 32))
     np.testing.assert_array_equal(again[0], reference.render_data(*sim.get_world(0), "top"))
     assert not np.array_equal(again[0], frames[1])
+
+
+def test_a_sim_that_rendered_is_freed_when_dropped_without_waiting_for_the_cycle_collector():
+    import gc
+    import weakref
+
+    sim = randomized_sim()
+    sim.render("top", torch.tensor([0, 1]), (16, 16))
+    ref = weakref.ref(sim)
+    gc.disable()
+    try:
+        del sim
+        assert ref() is None  # the renderer it owns refers back to it only weakly
+    finally:
+        gc.enable()
