@@ -10,6 +10,7 @@ import math
 import os
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,31 @@ def timed(fn, min_seconds: float = 5.0, warmup: int = 5) -> float:
     while time.perf_counter() - start < min_seconds:
         steps += fn()
     return steps / (time.perf_counter() - start)
+
+
+def interleaved(arms: dict[str, Callable[[], object]], *, seconds: float | None = None,
+                rounds: int | None = None,
+                after_each: Callable[[], object] | None = None) -> tuple[dict[str, float], dict[str, int]]:
+    """Time ``arms`` by alternating calls (one per arm per round), so every arm sees the same machine load.
+
+    Runs until every arm has spent ``seconds``, or for exactly ``rounds`` rounds (give one of the two).
+    ``after_each`` runs after every call, outside the timing (to undo an arm's side effects).
+    Returns (seconds spent per arm, calls per arm).
+    """
+    if (seconds is None) == (rounds is None):
+        raise ValueError(f"interleaved: give exactly one of seconds={seconds} and rounds={rounds}")
+    times, calls = dict.fromkeys(arms, 0.0), dict.fromkeys(arms, 0)
+    done = 0
+    while min(times.values()) < seconds if seconds is not None else done < rounds:
+        for name, fn in arms.items():
+            start = time.perf_counter()
+            fn()
+            times[name] += time.perf_counter() - start
+            calls[name] += 1
+            if after_each is not None:
+                after_each()
+        done += 1
+    return times, calls
 
 
 def missing(reason: str) -> str:

@@ -34,7 +34,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import compose_train, fmt, load_avg, save, table  # noqa: E402
+from common import compose_train, fmt, interleaved, load_avg, save, table  # noqa: E402
 
 from robotrl.runners import make_runner  # noqa: E402
 
@@ -94,13 +94,11 @@ def measure(task: str, args: argparse.Namespace) -> dict:
     arms = {"serial": serial, "overlap_update1threads": lambda: overlap(1),
             "overlap_update2threads": lambda: overlap(2)}
     resolved = runner._update_threads
-    times = dict.fromkeys(arms, 0.0)
-    for _ in range(args.iterations):
-        for name, fn in arms.items():
-            start = time.perf_counter()
-            fn()
-            times[name] += time.perf_counter() - start
-            runner._update_threads = resolved
+
+    def restore() -> None:
+        runner._update_threads = resolved
+
+    times, _ = interleaved(arms, rounds=args.iterations, after_each=restore)
     for name in arms:
         out[f"{task}_{name}_s_per_iteration"] = times[name] / args.iterations
     for name in arms:

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import fmt, load_avg, save, table  # noqa: E402
+from common import fmt, interleaved, load_avg, save, table  # noqa: E402
 
 from robotrl.envs.task_env import make_env  # noqa: E402
 from robotrl.sim.backend import SimConfig  # noqa: E402
@@ -72,16 +72,9 @@ def frames_per_s(name: str, cfg, args) -> dict:  # noqa: ANN001 - a task config
         return env.sim.render(camera, ids, size)
 
     equal = bool(np.array_equal(fresh(), reused()))
-    times = {"fresh": 0.0, "reused": 0.0}
-    frames = {"fresh": 0, "reused": 0}
-    while min(times.values()) < args.seconds:  # interleaved: both arms see the same machine load
-        for arm, fn in (("fresh", fresh), ("reused", reused)):
-            start = time.perf_counter()
-            fn()
-            times[arm] += time.perf_counter() - start
-            frames[arm] += len(ids)
+    times, calls = interleaved({"fresh": fresh, "reused": reused}, seconds=args.seconds)
     fresh_renderer.close()
-    out = {f"{name}_{arm}_frames_per_s": frames[arm] / times[arm] for arm in times}
+    out = {f"{name}_{arm}_frames_per_s": calls[arm] * len(ids) / times[arm] for arm in times}
     out[f"{name}_ratio_reused_vs_fresh"] = out[f"{name}_reused_frames_per_s"] / out[f"{name}_fresh_frames_per_s"]
     out[f"{name}_pixels_equal"] = equal
     out[f"{name}_camera"] = str(camera)

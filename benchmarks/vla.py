@@ -62,7 +62,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS_DIR, fmt, load_avg, missing, save, table  # noqa: E402
+from common import RESULTS_DIR, fmt, interleaved, load_avg, missing, save, table  # noqa: E402
 from robotrl.tasks.driving.language.config import DrivingLanguageConfig  # noqa: E402
 from robotrl.tasks.driving.language.instructions import PACES, SIDES  # noqa: E402
 from robotrl.tasks.tool_use.language.config import ToolUseLanguageConfig  # noqa: E402
@@ -178,15 +178,9 @@ def tower_speed(model: VLA, fig: dict) -> None:
     # vision_tokens' own preprocessing: from (B, H, W, 3) frames, so the tensor keeps channels-last strides
     x = (frames.permute(0, 3, 1, 2).float() / 255.0 - model._mean) / model._std
     arms = {"unfolded": lambda: model.vision.blocks(model.vision.stem(x)), "folded": lambda: model.vision(x)}
-    times, batches = dict.fromkeys(arms, 0.0), dict.fromkeys(arms, 0)
     with torch.no_grad():
         ref, out = arms["unfolded"](), arms["folded"]()
-        while min(times.values()) < 5.0:  # alternating calls: both arms see the same machine load
-            for name, fn in arms.items():
-                start = time.perf_counter()
-                fn()
-                times[name] += time.perf_counter() - start
-                batches[name] += 1
+        times, batches = interleaved(arms, seconds=5.0)
     for name in arms:
         fig[f"vla_tower_{name}_frames_per_s_batch64_cpu"] = 64 * batches[name] / times[name]
     fig["vla_tower_ratio_folded_vs_unfolded"] = (fig["vla_tower_folded_frames_per_s_batch64_cpu"]
@@ -456,6 +450,7 @@ def residual_phase(args, fig: dict) -> None:
     fig["residual_actor_lr"] = cfg.actor_lr
     fig["residual_utd"] = cfg.utd
     fig["residual_reward"] = args.residual_reward
+    fig["residual_command"] = args.command
     fig["residual_critic_warmup_updates"] = cfg.critic_warmup_updates
     fig["residual_gain_over_base_points"] = 100 * (fig["residual_success_seen"] - fig["residual_base_success_seen"])
 
