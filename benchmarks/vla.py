@@ -358,7 +358,8 @@ def residual_phase(args, fig: dict) -> None:
     Success is measured as the SFT's (64 worlds, ``--eval-episodes``, fresh placements, env seeds
     ``seed + 7`` seen wording / ``seed + 8`` held-out wording), for the VLA alone and for VLA +
     residual, in the same envs. Deviations from ResFiT, for a minutes-long CPU run: no
-    demonstration half of the batch (online data only), a 500-step critic warm-up instead of
+    demonstration half of the batch (online data only), a ``--residual-critic-warmup`` (default 500)
+    critic warm-up instead of
     10-20k, actor lr ``--residual-actor-lr`` instead of 1e-6 to 5e-6, and the task's own reward
     unless ``--residual-reward success`` (ResFiT's sparse reward: 1 on the last step of a
     successful episode, every episode end terminal).
@@ -370,7 +371,8 @@ def residual_phase(args, fig: dict) -> None:
     torch.manual_seed(args.seed)
     base = VLABase(load_vla(args.sft_dir))
     env = BaseActionEnv(env_for(args, 64, args.seed + 200), base)
-    cfg = ResidualConfig(scale=args.residual_scale, learning_starts=2048, critic_warmup_updates=500, utd=4.0,
+    cfg = ResidualConfig(scale=args.residual_scale, learning_starts=2048,
+                         critic_warmup_updates=args.residual_critic_warmup, utd=4.0,
                          actor_lr=args.residual_actor_lr, batch_size=256, buffer_size=200_000)
     algo = Residual(env.obs_dims["policy"], env.num_actions, cfg, env.num_envs, env.device, demos=None,
                     has_base=True, seed=args.seed)
@@ -512,6 +514,8 @@ def main() -> None:
     p.add_argument("--residual-minutes", type=float, default=6.0)
     p.add_argument("--residual-scale", type=float, default=0.1)
     p.add_argument("--residual-actor-lr", type=float, default=1e-4)
+    p.add_argument("--residual-critic-warmup", type=int, default=500,
+                   help="residual: gradient updates of the critic alone before the actor follows it")
     p.add_argument("--residual-reward", choices=("task", "success"), default="task",
                    help="residual: the task's reward, or ResFiT's sparse success (1 on a successful episode's "
                         "last step, every episode end terminal)")
