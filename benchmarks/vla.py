@@ -358,9 +358,9 @@ def residual_phase(args, fig: dict) -> None:
     Success is measured as the SFT's (64 worlds, ``--eval-episodes``, fresh placements, env seeds
     ``seed + 7`` seen wording / ``seed + 8`` held-out wording), for the VLA alone and for VLA +
     residual, in the same envs. Deviations from ResFiT, for a minutes-long CPU run: no
-    demonstration half of the batch (online data only), a ``--residual-critic-warmup`` (default 500)
-    critic warm-up instead of
-    10-20k, actor lr ``--residual-actor-lr`` instead of 1e-6 to 5e-6, and the task's own reward
+    demonstration half of the batch (online data only), a critic warm-up of
+    ``--residual-critic-warmup`` updates (default 500) instead of 10-20k, actor lr
+    ``--residual-actor-lr`` instead of 1e-6 to 5e-6, and the task's own reward
     unless ``--residual-reward success`` (ResFiT's sparse reward: 1 on the last step of a
     successful episode, every episode end terminal).
     """
