@@ -25,13 +25,12 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import fmt, interleaved, load_avg, save, table  # noqa: E402
+from common import fmt, interleaved, load_avg, save, table, timed  # noqa: E402
 
 from robotrl.envs.task_env import make_env  # noqa: E402
 from robotrl.sim.backend import SimConfig  # noqa: E402
@@ -87,14 +86,12 @@ def env_steps_per_s(name: str, cfg, args) -> dict:  # noqa: ANN001 - a task conf
     env = make_env(cfg, SimConfig(num_envs=args.num_envs, nthread=0), seed=0, image_size=(args.size, args.size))
     env.reset()
     gen = torch.Generator().manual_seed(0)
-    step = lambda: env.step(torch.rand(env.num_envs, env.num_actions, generator=gen) * 2 - 1)  # noqa: E731
-    for _ in range(5):
-        step()
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < args.seconds:
-        step()
-        steps += env.num_envs
-    return {f"{name}_env_steps_per_s_images": steps / (time.perf_counter() - start)}
+
+    def step() -> int:
+        env.step(torch.rand(env.num_envs, env.num_actions, generator=gen) * 2 - 1)
+        return env.num_envs
+
+    return {f"{name}_env_steps_per_s_images": timed(step, min_seconds=args.seconds, warmup=5)}
 
 
 def main() -> None:
