@@ -53,6 +53,10 @@ class DrivingConfig(TaskConfig):
         motor_range: motor strength multiplier range (randomization).
         curb_segments: visual-only kerb boxes per lane boundary, placed on each world's track
             at reset so cameras and eval videos show the road (0: none, slightly faster resets).
+        privileged_critic: give PPO's critic a ``critic`` observation: the policy's plus the lap and
+            episode fractions, the randomized dynamics and the exact traffic and obstacle state
+            (``observation.critic_extras``). The policy never sees them. Off by default: in a
+            600-s run against SB3 (README, session 52) it did not raise the plateau.
         camera: add an ``image`` observation rendered from ``camera_name``.
         camera_name: camera on the car: ``chase`` or ``hood``.
         image_size: ``[height, width]`` of the image observation.
@@ -96,6 +100,7 @@ class DrivingConfig(TaskConfig):
     mass_range: list[float] = field(default_factory=lambda: [0.85, 1.15])
     motor_range: list[float] = field(default_factory=lambda: [0.85, 1.15])
     curb_segments: int = 40
+    privileged_critic: bool = False
     camera: bool = False
     camera_name: str = "chase"
     image_size: list[int] = field(default_factory=lambda: [64, 64])

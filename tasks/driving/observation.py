@@ -60,3 +60,48 @@ def route_ahead(
     yaw = yaw_from_quat(qpos[:, 3:7].float())[:, None]
     cos, sin = torch.cos(yaw), torch.sin(yaw)
     return torch.stack([cos * rel[..., 0] + sin * rel[..., 1], -sin * rel[..., 0] + cos * rel[..., 1]], -1)
+
+
+def critic_extras(
+    car: dict[str, torch.Tensor],
+    others: dict[str, torch.Tensor],
+    active: torch.Tensor,
+    scales: dict[str, float],
+) -> torch.Tensor:
+    """``(N, 3 + 3 + 3T + 2K)`` what only the critic sees (the policy sees none of it).
+
+    Where the lap and the episode stand, the world's randomized dynamics, and the exact traffic
+    and obstacle state that the rays only sample.
+
+    Args:
+        car: ``completion``, ``time_frac`` (``(N,)`` lap and episode fractions), ``dynamics`` ``(N, 3)``
+            (tyre friction, chassis mass and motor strength multipliers), ``s``, ``lateral``,
+            ``v_fwd``, ``yaw`` ``(N,)`` and ``pos`` ``(N, 2)`` (the car on its route and in the world),
+            ``half_width`` and ``length`` ``(N,)`` (its track's).
+        others: ``traffic_s``, ``traffic_off``, ``traffic_v`` ``(N, T)`` (route frame) and
+            ``obstacle_xy`` ``(N, K, 2)`` (world frame).
+        active: ``(N,)`` bool, obstacles and traffic on the road (zeros stand for them otherwise).
+        scales: ``horizon`` (m, route distances), ``ray_range`` (m, obstacle offsets).
+
+    Traffic: gap ahead along the route (wrapped to half a lap, over ``horizon``), lateral offset
+    from the car (over the half-width) and speed relative to the car (over ``TOP_SPEED``).
+    Obstacles: offset from the car in the car's frame, over ``ray_range``. Offsets are clipped to ``[-2, 2]``.
+
+    """
+    on = active.float()[:, None]
+    length = car["length"][:, None]
+    gap = torch.remainder(others["traffic_s"] - car["s"][:, None] + 0.5 * length, length) - 0.5 * length
+    traffic = torch.cat(
+        [
+            (gap / scales["horizon"]).clamp(-2.0, 2.0),
+            ((others["traffic_off"] - car["lateral"][:, None]) / car["half_width"][:, None]).clamp(-2.0, 2.0),
+            (others["traffic_v"] - car["v_fwd"][:, None]) / C.TOP_SPEED,
+        ],
+        dim=1,
+    )
+    d = others["obstacle_xy"] - car["pos"][:, None, :]
+    cos, sin = torch.cos(car["yaw"])[:, None], torch.sin(car["yaw"])[:, None]
+    local = torch.stack([cos * d[..., 0] + sin * d[..., 1], cos * d[..., 1] - sin * d[..., 0]], dim=2)
+    obstacles = (local / scales["ray_range"]).clamp(-2.0, 2.0).flatten(1)
+    own = torch.stack([car["completion"], car["time_frac"], active.float()], dim=1)
+    return torch.cat([own, car["dynamics"] - 1.0, traffic * on, obstacles * on], dim=1)

@@ -90,6 +90,7 @@ def apply(task: DrivingTask, ids: torch.Tensor, values: dict[str, torch.Tensor],
         for geoms in (task._wheel_geoms, task._floor_geoms):
             friction[:, geoms, 0] = base[geoms, 0][None, :] * f[:, None].to(base.dtype)
         task.sim.set_model_field("geom_friction", rows, friction)
+        task.dynamics[rows, 0] = f.float()
     if on_track.any() or scene.any():
         task._cast_rays(ids)
 

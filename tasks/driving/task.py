@@ -175,6 +175,7 @@ class DrivingTask(Task):
         self.factors: dict[str, torch.Tensor] = {}
         self.ended_infraction, self.ended_completion = zeros(), zeros()
         self.start_s = zeros()
+        self.dynamics = torch.ones(n, 3, device=dev)  # tyre friction, chassis mass, motor strength multipliers
 
     def reset(self, ids: torch.Tensor, gen: torch.Generator) -> None:
         """A random track of the split, a random start on it, fresh obstacles and traffic; then mined scenarios."""
@@ -294,12 +295,15 @@ class DrivingTask(Task):
         """Tyre friction, chassis mass and motor strength per world."""
         c, k, dev = self.cfg, ids.numel(), self.device
         friction = self._base_friction.expand(k, -1, -1).clone()
-        friction[:, self._wheel_geoms, 0] *= sample_range(c.friction_range, (k, 1), gen, dev).double()
+        scale = sample_range(c.friction_range, (k, 1), gen, dev).double()
+        friction[:, self._wheel_geoms, 0] *= scale
         self.sim.set_model_field("geom_friction", ids, friction)
         mass = self._base_mass.expand(k, -1).clone()
-        mass[:, self._chassis] *= sample_range(c.mass_range, (k,), gen, dev).double()
+        mass_scale = sample_range(c.mass_range, (k,), gen, dev).double()
+        mass[:, self._chassis] *= mass_scale
         self.sim.set_model_field("body_mass", ids, mass)
         motor = sample_range(c.motor_range, (k, 1), gen, dev).double()
+        self.dynamics[ids] = torch.stack([scale[:, 0], mass_scale, motor[:, 0]], dim=1).float()
         gain, bias = self._base_gain.expand(k, -1, -1).clone(), self._base_bias.expand(k, -1, -1).clone()
         gain[:, 2:, 0] *= motor
         bias[:, 2:, 2] *= motor
@@ -420,10 +424,32 @@ class DrivingTask(Task):
             dim=1,
         )
         obs = {"policy": policy}
+        if c.privileged_critic:
+            obs["critic"] = torch.cat([policy, self._critic_extras()], dim=1)
         if c.camera:
             ids = torch.arange(self.num_envs)
             obs["image"] = self.sim.render_tensor(c.camera_name, ids, tuple(c.image_size))
         return obs
+
+    def _critic_extras(self) -> torch.Tensor:
+        """The critic's privileged inputs (``observation.critic_extras``)."""
+        c, bank, tid = self.cfg, self.bank, self.track_id
+        car = {
+            "completion": self.route_completion(),
+            "time_frac": self.time / c.episode_length_s,
+            "dynamics": self.dynamics,
+            "s": self.s,
+            "lateral": self.lateral,
+            "v_fwd": self.v_fwd,
+            "yaw": yaw_from_quat(self.qpos[:, 3:7].float()),
+            "pos": self.qpos[:, :2].float(),
+            "half_width": bank.half_width[tid],
+            "length": bank.length[tid],
+        }
+        others = {"traffic_s": self.traffic_s, "traffic_off": self.traffic_off, "traffic_v": self.traffic_v,
+                  "obstacle_xy": self.obstacle_xy}
+        scales = {"horizon": c.route_spacing * c.route_samples, "ray_range": c.ray_range}
+        return O.critic_extras(car, others, self.active, scales)
 
     def reward_terms(self, action: torch.Tensor) -> dict[str, torch.Tensor]:
         """``route_gain`` (CaRL: completion gain x soft factors); ``infraction`` (-1 when one ends it)."""

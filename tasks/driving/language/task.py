@@ -39,7 +39,7 @@ from robotrl.rotations import yaw_from_quat
 WORLD_BUFFERS = tuple(
     """track_id idx s lateral heading_err track_heading progress best_progress gain v_fwd v_lat yaw_rate speed
     time lap_time distance ttc lap_done flags hit_kinds rays action factor_sum steps active obstacle_xy traffic_s
-    traffic_off traffic_v traffic_xy traffic_yaw ended_infraction ended_completion start_s
+    traffic_off traffic_v traffic_xy traffic_yaw ended_infraction ended_completion start_s dynamics
     instruction intent pace_id side_sign counted followed speed_in lane_in speed_score lane_score""".split()
 )
 SIM_VIEWS = ("qpos", "qvel", "ctrl", "mocap_pos", "mocap_quat")
@@ -149,9 +149,9 @@ class DrivingLanguageTask(DrivingTask):
         """The driving observation; the critic (and, if privileged, the policy) gains the intent one-hots."""
         obs = super().observe()
         onehot = self._intent_onehot()
-        obs["critic"] = torch.cat([obs["policy"], onehot], dim=1)
+        obs["critic"] = torch.cat([obs.get("critic", obs["policy"]), onehot], dim=1)
         if self.cfg.privileged_instruction:
-            obs["policy"] = obs["critic"]
+            obs["policy"] = torch.cat([obs["policy"], onehot], dim=1)
         return obs
 
     def instruction_ids(self) -> torch.Tensor:

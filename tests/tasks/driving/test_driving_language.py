@@ -166,6 +166,10 @@ def test_critic_sees_the_intent_and_the_policy_only_when_privileged():
     plain, privileged = _env(n=2), _env(n=2, privileged_instruction=True)
     base = sum(size for _, size in plain.task.obs_layout())
     assert plain.obs_dims["policy"] == base and plain.obs_dims["critic"] == base + 4
+    extras = _env(n=2, privileged_critic=True)  # the driving critic's inputs, then the intent
+    c = extras.task.cfg
+    assert extras.obs_dims["critic"] == base + 6 + 3 * c.num_traffic + 2 * c.num_obstacles + 4
+    assert extras.obs_dims["policy"] == base
     assert privileged.obs_dims["policy"] == sum(size for _, size in privileged.task.obs_layout()) == base + 4
     onehot = privileged.reset()["policy"][:, -4:]
     t = privileged.task

@@ -318,3 +318,29 @@ def test_curbs_follow_each_worlds_track():
         for end in (pos[w] - axis[w], pos[w] + axis[w]):
             nearest = torch.cdist(end, task.bank.center[tid]).amin(1)
             torch.testing.assert_close(nearest, torch.full_like(nearest, hw), atol=0.01, rtol=0)
+
+
+def test_critic_dynamics_match_the_model_fields_after_randomization_and_a_scenario():
+    env = make_env(n=4, randomize=True, friction_range=[0.5, 1.5], mass_range=[0.7, 1.3], motor_range=[0.8, 1.2],
+                   privileged_critic=True)
+    obs, task = env.reset(), env.task
+    assert obs["critic"].shape[1] == obs["policy"].shape[1] + 6 + 3 * task.cfg.num_traffic + 2 * task.cfg.num_obstacles
+    wheel = int(task._wheel_geoms[0])
+    friction = task.sim.model_field("geom_friction")[:, wheel, 0] / task._base_friction[wheel, 0]
+    mass = task.sim.model_field("body_mass")[:, task._chassis] / task._base_mass[task._chassis]
+    motor = task.sim.model_field("actuator_gainprm")[:, 2, 0] / task._base_gain[2, 0]
+    assert torch.allclose(task.dynamics, torch.stack([friction, mass, motor], 1).float(), atol=1e-6)
+    assert task.dynamics.std(0).min() > 0.01  # drawn per world, not one value
+    task.apply_scenario(torch.tensor([1]), {"friction": torch.tensor([0.4])}, env.gen)
+    scaled = task.sim.model_field("geom_friction")[1, wheel, 0] / task._base_friction[wheel, 0]
+    assert float(scaled) == pytest.approx(0.4)
+    assert float(task.dynamics[1, 0]) == pytest.approx(0.4)
+    extras = task.observe()["critic"][:, obs["policy"].shape[1]:]
+    assert float(extras[1, 3]) == pytest.approx(0.4 - 1.0)  # the critic reads it as its friction input
+
+
+def test_policy_observation_is_the_same_with_and_without_the_privileged_critic():
+    with_critic, without = make_env(n=3, privileged_critic=True), make_env(n=3)
+    a, b = with_critic.reset(), without.reset()
+    assert "critic" not in b and torch.equal(a["policy"], b["policy"])
+    assert torch.equal(a["critic"][:, : a["policy"].shape[1]], a["policy"])
