@@ -15,6 +15,8 @@
     # budgets after the stage: train_s=900 extra_s=480 (narrow training and each retraining's extra seconds;
     # section ..._train900_extra480; those stages then take longer than 10 min); seed=1: the narrow policy's
     # training seed (section ..._seed1; use a TWIN_PLANT_DIR of its own)
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width runs/drv_s0 [seed=0]  # width plant (~5 min
+    # after a 10-min default driving run, trained first when the run dir has none; twin_planted_width.py)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_policy runs/humanoid runs/tool_use
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_passive  # zero actions in both engines (control)
@@ -125,6 +127,7 @@ from twin_planted import (  # noqa: E402
     PLANT_STAGES,
     planted_rows,
 )
+from twin_planted_width import width_rows  # noqa: E402
 from twin_sim2sim import (  # noqa: E402
     sim2sim_passive_rows,
     sim2sim_policy_rows,
@@ -274,6 +277,14 @@ def main():
         if seed:
             section += f"_seed{seed}"
         _merge("planted" if default else section, planted)
+
+    if mode == "planted_width":
+        seed = int(sys.argv[3].split("=", 1)[1]) if len(sys.argv) > 3 else 0
+        width = width_rows(sys.argv[2], seed=seed)
+        for k, v in width.items():
+            print(f"{k:45s} {v}")
+        width["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
+        _merge("planted_width" + (f"_seed{seed}" if seed else ""), width)
 
 
 if __name__ == "__main__":

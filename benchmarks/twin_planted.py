@@ -100,18 +100,21 @@ def _stage_done(stage, state, train_s=480, extra_s=240):
     return stage in state and all((PLANT_DIR / f).exists() for f in _PRODUCTS[stage])
 
 
-def _planted_share(region, params):
-    """Fraction of a region's friction interval below PLANTED_FRICTION (the planted box is a friction band)."""
-    p = next(q for q in params if q.name == "friction")
-    lo, hi = region.bounds.get("friction", [p.low, p.high])
-    return max(0.0, min(hi, PLANTED_FRICTION) - lo) / max(hi - lo, 1e-12)
+def _planted_share(region, params, box=("friction", PLANTED_FRICTION)):
+    """Fraction of a region's interval of ``box[0]`` below ``box[1]`` (the planted box is such a band)."""
+    p = next(q for q in params if q.name == box[0])
+    lo, hi = region.bounds.get(box[0], [p.low, p.high])
+    return max(0.0, min(hi, box[1]) - lo) / max(hi - lo, 1e-12)
 
 
-def heldout_metrics(x, fail, regions, params):
-    """Mined regions against held-out scenarios (uniform, labelled by the narrow policy); see the README."""
+def heldout_metrics(x, fail, regions, params, box=("friction", PLANTED_FRICTION)):
+    """Mined regions against held-out scenarios (uniform, labelled by the narrow policy); see the README.
+
+    ``box``: the planted box, ``(parameter, upper bound)``: the scenarios with that column of ``x`` below it.
+    """
     from robotrl.twin.mine import failure_coverage, inside_regions
 
-    planted = x[:, MINE_PARAMS.index("friction")] < PLANTED_FRICTION
+    planted = x[:, [p.name for p in params].index(box[0])] < box[1]
     background = float(fail[~planted].mean())
     out = {}
     for name, regs in regions.items():
@@ -124,7 +127,7 @@ def heldout_metrics(x, fail, regions, params):
         out[f"{name}_precision_failure_rate_inside_pct"] = (round(100 * float(fail[inside].mean()), 1)
                                                             if inside.any() else float("nan"))
         out[f"{name}_false_regions"] = int(sum(false))
-        out[f"{name}_false_regions_vs_planted"] = int(sum(f or _planted_share(r, params) < 0.5
+        out[f"{name}_false_regions_vs_planted"] = int(sum(f or _planted_share(r, params, box) < 0.5
                                                           for f, r in zip(false, regs, strict=True)))
         out[f"{name}_regions_without_heldout_points"] = int(sum(not m.any() for m in each))
         out[f"{name}_planted_box_coverage_pct"] = round(100 * float((inside & planted).sum() / planted.sum()), 1)
