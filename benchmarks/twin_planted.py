@@ -43,12 +43,13 @@ EVAL_POLICIES = ("narrow", "mined", "control")
 _RUN_STAGE = {"narrow": "train", "mined": "retrain_mined", "control": "retrain_control"}
 
 
-def _train(run, max_time_s, extra=()):
+def _train(run, max_time_s, extra=(), base=None):
+    """``robotrl train`` into ``run`` for ``max_time_s``: the narrow run's overrides (``base``: others) + ``extra``."""
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "robotrl.cli", "train", *NARROW, f"run_dir={run}", f"max_time_s={max_time_s}",
-           *extra]
+    cmd = [sys.executable, "-m", "robotrl.cli", "train", *(NARROW if base is None else base), f"run_dir={run}",
+           f"max_time_s={max_time_s}", *extra]
     print("$", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
 
@@ -145,6 +146,11 @@ def _mine_arm(ev, name, budget, uniform_only, validate):
                baseline=MINE_OPTIONS["baseline"], reference=TRAINED_REGIME, validate=validate)
     ScenarioFile("driving", ev.params, res.regions, weighting=WEIGHTING).save(PLANT_DIR / f"{name}.yaml")
     np.savez(PLANT_DIR / f"{name}_samples.npz", x=res.samples, success=res.success)
+    return mining_figures(name, res)
+
+
+def mining_figures(name, res):
+    """One mining arm's figures: the failure rate of its samples, its background, its regions as sentences."""
     return {f"{name}_failure_rate_in_samples": float(1 - res.success.mean()),
             f"{name}_background_failure_rate": res.background,
             f"{name}_regions": [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"

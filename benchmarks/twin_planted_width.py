@@ -22,8 +22,6 @@ The evaluator widens the task's track bank to half-widths 0.3-1.0 m and 256 trac
 (``ScenarioEvaluator`` overrides), so that narrow roads exist to be picked.
 """
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -36,23 +34,17 @@ BANK = {"half_width": [0.3, 1.0], "num_tracks": 256}  # the evaluator's track ba
 OPTIONS = {"baseline": "reference", "min_leaf": 16, "validate": 0.2}
 
 
-def _train(run: Path, seed: int, train_s: int) -> None:
-    cmd = [sys.executable, "-m", "robotrl.cli", "train", "task=driving", f"seed={seed}", f"max_time_s={train_s}",
-           f"run_dir={run}", "progress=false", "tensorboard=false", "eval_at_end=false"]
-    print("$", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
-
-
 def width_rows(run: str, seed: int = 0, train_s: int = 600, budget: int = 512, n_heldout: int = 768) -> dict:
     """Mine a default driving run over road width and score the regions on held-out scenarios (module docstring)."""
-    from twin_planted import heldout_metrics
+    from twin_planted import _train, heldout_metrics, mining_figures
 
     from robotrl.twin.evaluate import ScenarioEvaluator
     from robotrl.twin.mine import _from_unit, mine
 
     path = Path(run)
     if not (path / "checkpoints" / "latest.json").is_file():
-        _train(path, seed, train_s)
+        _train(path, train_s, base=["task=driving", f"seed={seed}", "progress=false", "tensorboard=false",
+                                    "eval_at_end=false"])
     out: dict = {"run": str(path), "train_seed": seed, "mine_budget": budget, "mine_params": WIDTH_PARAMS,
                  "trained_half_width": TRAINED_WIDTH, "planted_box": f"{BOX[0]} < {BOX[1]}", "bank": BANK,
                  "mine_options": OPTIONS}
@@ -63,10 +55,7 @@ def width_rows(run: str, seed: int = 0, train_s: int = 600, budget: int = 512, n
         res = mine(ev, ev.params, budget, rounds=4, seed=0, uniform_only=uniform, min_leaf=OPTIONS["min_leaf"],
                    baseline=OPTIONS["baseline"], reference={BOX[0]: TRAINED_WIDTH}, validate=OPTIONS["validate"])
         regions[name] = res.regions
-        out[f"{name}_failure_rate_in_samples"] = float(1 - res.success.mean())
-        out[f"{name}_background_failure_rate"] = res.background
-        out[f"{name}_regions"] = [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
-                                  for r in res.regions]
+        out.update(mining_figures(name, res))
     out["mine_wall_s"] = round(time.time() - t0, 1)
     t0 = time.time()
     held = ScenarioEvaluator(path, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=3)
