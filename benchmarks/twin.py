@@ -5,6 +5,7 @@
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining        # synthetic miner vs uniform (seconds)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_narrowed  # synthetic narrowed policy, baselines
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_validate  # the same, regions re-tested on fresh draws
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_validate_rule  # re-test rules even / sequential
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py mining_refine  # robotrl twin mine's defaults, refine 0 / 0.25
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted train # driving planted weakness, one stage
     # per call (train, mine, heldout, retrain_mined, retrain_control, eval), each < 10 min; state in TWIN_PLANT_DIR
@@ -17,6 +18,9 @@
     # training seed (section ..._seed1; use a TWIN_PLANT_DIR of its own)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width runs/drv_s0 [seed=0]  # width plant (~5 min
     # after a 10-min default driving run, trained first when the run dir has none; twin_planted_width.py)
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [section=S]
+    # both arms on trained width-plant runs over mining seeds, validate_rule even and sequential (~3 min per
+    # run and seed); section (default planted_width_repeats) names the twin.json section
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_policy runs/humanoid runs/tool_use
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_passive  # zero actions in both engines (control)
@@ -127,7 +131,7 @@ from twin_planted import (  # noqa: E402
     PLANT_STAGES,
     planted_rows,
 )
-from twin_planted_width import width_rows  # noqa: E402
+from twin_planted_width import width_repeats, width_rows  # noqa: E402
 from twin_sim2sim import (  # noqa: E402
     sim2sim_passive_rows,
     sim2sim_policy_rows,
@@ -194,6 +198,11 @@ def main():
         for k, v in validated["summary"].items():
             print(f"{k:55s} {v}")
         _merge("mining_validate", validated)
+    if mode == "mining_validate_rule":
+        validated = validate_rows(min_leafs=(16,), shares=(0.2,), rules=("even", "sequential"))
+        for k, v in validated["summary"].items():
+            print(f"{k:55s} {v}")
+        _merge("mining_validate_rule", validated)
     if mode == "mining_refine":
         refined = refine_rows()
         for k, v in refined["summary"].items():
@@ -285,6 +294,20 @@ def main():
             print(f"{k:45s} {v}")
         width["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
         _merge("planted_width" + (f"_seed{seed}" if seed else ""), width)
+
+    if mode == "planted_width_repeats":
+        # python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [rules=even,sequential] [section=S]
+        opts = dict(a.split("=", 1) for a in sys.argv[4:])
+        unknown = set(opts) - {"rules", "section"}
+        if unknown:
+            raise SystemExit(f"planted_width_repeats: unknown option(s) {sorted(unknown)}; valid: rules=, section=")
+        rules = tuple(opts.get("rules", "even,sequential").split(","))
+        rep = width_repeats(sys.argv[2].split(","), [int(s) for s in sys.argv[3].split(",")], rules)
+        for k, v in rep.items():
+            if k != "rows":
+                print(f"{k:55s} {v}")
+        rep["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
+        _merge(opts.get("section", "planted_width_repeats"), rep)
 
 
 if __name__ == "__main__":

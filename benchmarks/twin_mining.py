@@ -92,8 +92,12 @@ def narrowed_rows(budgets=(256, 512, 1024), seeds=range(5), baselines=("uniform"
             "loadavg_1m": os.getloadavg()[0], "summary": summary, "runs": rows}
 
 
-def validate_rows(budgets=(512, 1024), seeds=range(10), min_leafs=(8, 16), shares=(0.0, 0.2, 0.3)):
-    """Miner and uniform draws on the narrowed stand-in, with and without the fresh-draw re-test of regions."""
+def validate_rows(budgets=(512, 1024), seeds=range(10), min_leafs=(8, 16), shares=(0.0, 0.2, 0.3), rules=("even",)):
+    """Miner and uniform draws on the narrowed stand-in, with and without the fresh-draw re-test of regions.
+
+    ``rules``: the re-test's ``validate_rule`` values to compare (keys of a rule other than ``even`` end
+    in ``_<rule>``).
+    """
     import sys
 
     from robotrl.twin.mine import failure_coverage, inside_regions
@@ -105,24 +109,26 @@ def validate_rows(budgets=(512, 1024), seeds=range(10), min_leafs=(8, 16), share
     summary = {}
     for budget in budgets:
         for min_leaf in min_leafs:
-            for share in shares:
+            for share, rule in ((share, rule) for share in shares for rule in rules if share or rule == "even"):
                 for name, uniform in (("miner", False), ("uniform", True)):
                     covs, false, count = [], [], []
                     for seed in seeds:
                         pol_rng = np.random.default_rng(seed)
                         res = mine(lambda x, r=pol_rng: r.random(len(x)) >= narrowed_failure_prob(x),
                                    NARROWED_PARAMS, budget, rounds=4, seed=seed, uniform_only=uniform,
-                                   min_leaf=min_leaf, baseline="reference", reference=TRAINED_REGIME, validate=share)
+                                   min_leaf=min_leaf, baseline="reference", reference=TRAINED_REGIME, validate=share,
+                                   validate_rule=rule)
                         covs.append(100 * failure_coverage(inside_regions(hx, res.regions, NARROWED_PARAMS), hf,
                                                            planted))
                         each = [hf[inside_regions(hx, [r], NARROWED_PARAMS)] for r in res.regions]
                         false.append(sum(f.size == 0 or f.mean() < 0.5 for f in each))
                         count.append(len(res.regions))
-                    key = f"{name}_leaf{min_leaf}_budget{budget}_validate{share}"
+                    key = f"{name}_leaf{min_leaf}_budget{budget}_validate{share}" + (f"_{rule}" if rule != "even"
+                                                                                         else "")
                     summary[f"{key}_coverage_pct_mean"] = round(float(np.mean(covs)), 1)
                     summary[f"{key}_false_regions_mean"] = float(np.mean(false))
                     summary[f"{key}_regions_mean"] = float(np.mean(count))
-    return {"baseline": "reference", "trained_regime": TRAINED_REGIME, "seeds": len(list(seeds)),
+    return {"baseline": "reference", "trained_regime": TRAINED_REGIME, "seeds": len(list(seeds)), "rules": list(rules),
             "command": "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv),
             "loadavg_1m": os.getloadavg()[0], "summary": summary}
 

@@ -39,7 +39,7 @@ def width_rows(run: str, seed: int = 0, train_s: int = 600, budget: int = 512, n
     from twin_planted import _train, heldout_metrics, mining_figures
 
     from robotrl.twin.evaluate import ScenarioEvaluator
-    from robotrl.twin.mine import _from_unit, mine
+    from robotrl.twin.mine import mine
 
     path = Path(run)
     if not (path / "checkpoints" / "latest.json").is_file():
@@ -58,9 +58,7 @@ def width_rows(run: str, seed: int = 0, train_s: int = 600, budget: int = 512, n
         out.update(mining_figures(name, res))
     out["mine_wall_s"] = round(time.time() - t0, 1)
     t0 = time.time()
-    held = ScenarioEvaluator(path, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=3)
-    x = _from_unit(np.random.default_rng(123).random((n_heldout, len(WIDTH_PARAMS))), held.params)
-    fail = ~held(x)
+    x, fail = _heldout(path, n_heldout)
     planted = x[:, 0] < BOX[1]
     out.update({"heldout_scenarios": n_heldout, "heldout_wall_s": round(time.time() - t0, 1),
                 "heldout_failure_rate_planted_pct": round(100 * float(fail[planted].mean()), 1),
@@ -70,4 +68,80 @@ def width_rows(run: str, seed: int = 0, train_s: int = 600, budget: int = 512, n
     out["heldout_failure_rate_by_half_width"] = {
         f"{edges[k]:.1f}-{edges[k + 1]:.1f}": round(float(fail[bins == k].mean()), 3) for k in range(len(edges) - 1)}
     out.update(heldout_metrics(x, fail, regions, ev.params, BOX))
+    return out
+
+
+def _heldout(path: Path, n_heldout: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n_heldout`` uniform scenarios ``(N, 4)`` and their failure flags ``(N,)``, labelled by the run's policy.
+
+    Env seed 3 and draw seed 123, as every width-plant figure; cached in the run dir beside the checkpoint.
+    """
+    from robotrl.twin.evaluate import ScenarioEvaluator
+    from robotrl.twin.mine import _from_unit
+
+    cache = path / f"twin_width_heldout_{n_heldout}.npz"
+    if cache.is_file():
+        data = np.load(cache)
+        return data["x"], data["fail"]
+    held = ScenarioEvaluator(path, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=3)
+    x = _from_unit(np.random.default_rng(123).random((n_heldout, len(WIDTH_PARAMS))), held.params)
+    fail = ~held(x)
+    np.savez(cache, x=x, fail=fail)
+    return x, fail
+
+
+REPEAT_KEYS = ("false_regions", "regions_count", "planted_failure_coverage_pct", "precision_failure_rate_inside_pct",
+               "recall_of_heldout_failures_pct")
+
+
+def width_repeats(runs: list[str], mine_seeds: list[int], rules: tuple[str, ...] = ("even", "sequential"),
+                  budget: int = 512, n_heldout: int = 768) -> dict:
+    """Both arms on trained runs, over mining seeds and validation rules: the false-region count with a spread.
+
+    One mining run per (run, mining seed, rule, arm), ``OPTIONS`` otherwise; each scored on the run's
+    held-out labels (``_heldout``). Returns the rows and, per rule and arm, the means of ``REPEAT_KEYS``,
+    the share of runs covering >= 80% of the planted failures, and the paired miner-minus-uniform
+    false-region difference with its standard error.
+    """
+    from twin_planted import heldout_metrics
+
+    from robotrl.twin.evaluate import ScenarioEvaluator
+    from robotrl.twin.mine import mine
+
+    rows = []
+    t0 = time.time()
+    for run in runs:
+        path = Path(run)
+        if not (path / "checkpoints" / "latest.json").is_file():
+            raise SystemExit(f"planted_width_repeats: {run} has no checkpoint; train it first "
+                             f"(python benchmarks/twin.py planted_width {run} seed=<k>)")
+        x, fail = _heldout(path, n_heldout)
+        ev = ScenarioEvaluator(path, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=1)
+        for mine_seed in mine_seeds:
+            for rule in rules:
+                regions = {}
+                for arm, uniform in (("miner", False), ("uniform", True)):
+                    regions[arm] = mine(ev, ev.params, budget, rounds=4, seed=mine_seed, uniform_only=uniform,
+                                        min_leaf=OPTIONS["min_leaf"], baseline=OPTIONS["baseline"],
+                                        reference={BOX[0]: TRAINED_WIDTH}, validate=OPTIONS["validate"],
+                                        validate_rule=rule).regions
+                m = heldout_metrics(x, fail, regions, ev.params, BOX)
+                row = {"run": run, "mine_seed": mine_seed, "rule": rule,
+                       **{f"{arm}_{k}": m[f"{arm}_{k}"] for arm in ("miner", "uniform") for k in REPEAT_KEYS}}
+                rows.append(row)
+                print(row, flush=True)
+    out: dict = {"runs": runs, "mine_seeds": mine_seeds, "mine_budget": budget, "mine_options": OPTIONS,
+                 "planted_box": f"{BOX[0]} < {BOX[1]}", "rows": rows, "wall_s": round(time.time() - t0, 1)}
+    for rule in rules:
+        sel = [r for r in rows if r["rule"] == rule]
+        for arm in ("miner", "uniform"):
+            for k in REPEAT_KEYS:
+                vals = np.array([r[f"{arm}_{k}"] for r in sel], dtype=float)
+                out[f"{rule}_{arm}_{k}_mean"] = round(float(np.nanmean(vals)), 3)
+            cov = np.array([r[f"{arm}_planted_failure_coverage_pct"] for r in sel], dtype=float)
+            out[f"{rule}_{arm}_share_covering_80pct"] = round(float((cov >= 80).mean()), 3)
+        diff = np.array([r["miner_false_regions"] - r["uniform_false_regions"] for r in sel], dtype=float)
+        out[f"{rule}_false_regions_miner_minus_uniform_mean"] = round(float(diff.mean()), 3)
+        out[f"{rule}_false_regions_miner_minus_uniform_se"] = round(float(diff.std(ddof=1) / np.sqrt(len(diff))), 3)
+        out[f"{rule}_runs"] = len(sel)
     return out

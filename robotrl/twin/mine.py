@@ -22,6 +22,15 @@ So a noise region is dropped, and a true region near the ``min_failure_rate`` ed
 dropped for a few unlucky draws. Its ``failure_rate`` and ``samples`` are then the fresh
 draws', an unbiased estimate instead of the tree's optimistic one.
 
+``validate_rule`` says how the fresh draws are spent and read. ``even`` (above): split evenly among
+the regions, the lenient test. ``sequential``: spent in four rounds on the regions not yet settled
+(a region is settled once its fresh draws' Wilson interval lies wholly above ``min_failure_rate``
+and the background, or wholly below either), so a region failing 90% of the time is settled by
+about a dozen draws and the rest go to the regions near the edge; at the end a region stays only
+if its fresh rate is at least ``min_failure_rate`` (the point estimate, from the larger sample)
+and its Wilson lower bound exceeds the background. Measured on the width plant
+(``python benchmarks/twin.py planted_width_repeats``).
+
 Regions are read off all samples with a small axis-aligned decision tree (Gini splits,
 depth and leaf-size limited). A leaf is a region only when its failure rate is at least
 ``min_failure_rate`` *and* significantly above the background: the Wilson lower
@@ -152,6 +161,7 @@ def _leaves(node: _Node) -> list[_Node]:
 
 
 BASELINES = ("uniform", "reference", "complement")
+VALIDATE_RULES = ("even", "sequential")
 BackgroundFn = Callable[[np.ndarray], float]
 
 
@@ -272,7 +282,8 @@ def _candidate_boxes(u: np.ndarray, fail: np.ndarray, background: BackgroundFn, 
 def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds: int = 4, seed: int = 0,
          uniform_only: bool = False, depth: int = 6, min_leaf: int = 8, min_failure_rate: float = 0.5,
          z: float = 1.96, baseline: str = "uniform", reference: dict[str, list[float]] | None = None,
-         focus: float = 0.5, confirm: float = 0.5, validate: float = 0.0, refine: float = 0.0) -> MiningResult:
+         focus: float = 0.5, confirm: float = 0.5, validate: float = 0.0, refine: float = 0.0,
+         validate_rule: str = "even") -> MiningResult:
     """Search ``budget`` scenarios for failure regions (module docstring).
 
     Args:
@@ -296,12 +307,15 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
         refine: 0, or how far (a share of its width, plus 0.02 of the unit cube) the confirmation step
             grows each box, regions already significant included: draws across a region's edges let the
             tree place a sharp edge precisely (module docstring).
+        validate_rule: ``even`` or ``sequential``: how the fresh draws are spent and read (module docstring).
 
     """
     if baseline not in BASELINES:
         raise ValueError(f"baseline {baseline!r}: expected one of {BASELINES}")
     if not 0.0 <= validate < 1.0:
         raise ValueError(f"validate={validate}: the held-back share of the budget must be in [0, 1)")
+    if validate_rule not in VALIDATE_RULES:
+        raise ValueError(f"validate_rule={validate_rule!r}: expected one of {VALIDATE_RULES}")
     if not refine >= 0.0:
         raise ValueError(f"refine={refine}: give 0 (off) or how far to grow each box, a share of its width (e.g. 0.25)")
     held_back = int(budget * validate)
@@ -350,8 +364,9 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
     rate_fn, background = background_fn(~success, uniform, baseline, ref)
     regions = extract_regions(samples, success, params, depth, min_leaf, min_failure_rate, rate_fn, z)
     if held_back and regions:
-        fresh_u, fresh_ok, regions = _validate(evaluate, regions, params, u_all, held_back, rng, rate_fn,
-                                               min_failure_rate, z)
+        check = _validate if validate_rule == "even" else _validate_sequential
+        fresh_u, fresh_ok, regions = check(evaluate, regions, params, u_all, held_back, rng, rate_fn,
+                                           min_failure_rate, z)
         samples = np.concatenate([samples, _from_unit(fresh_u, params)])
         success = np.concatenate([success, fresh_ok])
     log.info("background failure rate (%s) %.3f; %d regions", baseline, background, len(regions))
@@ -389,6 +404,60 @@ def _validate(evaluate: EvaluateFn, regions: list[Region], params: list[Scenario
         if passed:
             kept.append(Region(bounds=r.bounds, failure_rate=k / m, samples=m, summary=r.summary))
     return u, ok, kept
+
+
+def _validate_sequential(evaluate: EvaluateFn, regions: list[Region], params: list[ScenarioParam],
+                         u_search: np.ndarray, n: int, rng: np.random.Generator, background: BackgroundFn,
+                         min_failure_rate: float, z: float, rounds: int = 4) -> tuple[np.ndarray, np.ndarray,
+                                                                                      list[Region]]:
+    """Re-test ``regions`` on ``n`` fresh uniform draws, spent in ``rounds`` on the unsettled ones (module docstring).
+
+    Returns:
+        the draws ``(n', D)`` (unit cube, ``n' <= n``: draws left when every region is settled are not
+        spent), their success ``(n',)``, and the regions that pass, each with its fresh failure rate and
+        draw count.
+
+    """
+    edges = np.asarray([[r.bounds.get(p.name, [p.low, p.high]) for p in params] for r in regions], dtype=float)
+    box_lo, box_hi = (_to_unit(edges[:, :, k], params).clip(0.0, 1.0) for k in (0, 1))  # (R, D) each
+    x_search = _from_unit(u_search, params)
+    bg = np.array([background(inside_regions(x_search, [r], params)) for r in regions])  # (R,)
+    drawn, failed = np.zeros(len(regions), dtype=int), np.zeros(len(regions), dtype=int)
+    us, oks = [], []
+    left = n
+    for r in range(rounds):
+        open_ = [j for j in range(len(regions)) if not _settled(int(failed[j]), int(drawn[j]), bg[j],
+                                                                   min_failure_rate, z)]
+        if not open_ or left <= 0:
+            break
+        spend = left if r == rounds - 1 else min(left, max(n // rounds, len(open_)))
+        owner = np.asarray(open_)[np.arange(spend) % len(open_)]
+        u = box_lo[owner] + (box_hi[owner] - box_lo[owner]) * rng.random((spend, len(params)))
+        ok = np.asarray(evaluate(_from_unit(u, params)), dtype=bool)
+        np.add.at(drawn, owner, 1)
+        np.add.at(failed, owner, (~ok).astype(int))
+        us.append(u)
+        oks.append(ok)
+        left -= spend
+    kept = []
+    for j, reg in enumerate(regions):
+        m, k = int(drawn[j]), int(failed[j])
+        passed = m > 0 and k >= min_failure_rate * m and wilson_lower(k, m, z) > bg[j]
+        log.info("validating %s: %d of %d fresh draws failed (tree: %.2f over %d) -> %s", reg.summary, k, m,
+                 reg.failure_rate, reg.samples, "kept" if passed else "dropped")
+        if passed:
+            kept.append(Region(bounds=reg.bounds, failure_rate=k / m, samples=m, summary=reg.summary))
+    D = len(params)
+    return (np.concatenate(us) if us else np.zeros((0, D)),
+            np.concatenate(oks) if oks else np.zeros(0, dtype=bool), kept)
+
+
+def _settled(failed: int, drawn: int, background: float, min_failure_rate: float, z: float) -> bool:
+    """Whether a region's fresh draws decide it: Wilson interval wholly above both bars, or wholly below one."""
+    if drawn == 0:
+        return False
+    lo, hi = wilson_lower(failed, drawn, z), wilson_upper(failed, drawn, z)
+    return (lo >= min_failure_rate and lo > background) or hi < min_failure_rate or hi <= background
 
 
 def region_coverage(regions: list[Region], planted: dict[str, list[float]], params: list[ScenarioParam],

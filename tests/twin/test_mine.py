@@ -9,6 +9,8 @@ import torch
 from robotrl.twin.mine import (
     _leaves,
     _tree,
+    _validate,
+    _validate_sequential,
     background_fn,
     extract_regions,
     failure_coverage,
@@ -267,6 +269,44 @@ def test_validation_keeps_a_stable_region_with_its_fresh_rate():
     assert sum(r.samples for r in result.regions) <= 150  # counts are the fresh draws', not the tree's
     assert all(r.failure_rate >= 0.5 for r in result.regions)
     assert len(result.samples) == 750
+
+
+def _two_regions():
+    """A region failing 95% of the time (thin tools) and one failing 42% (thick), a constant 5% background."""
+    regions = [Region(bounds={"thickness": [0.005, 0.02]}, failure_rate=1.0, samples=30, summary="thin"),
+               Region(bounds={"thickness": [0.035, 0.05]}, failure_rate=0.6, samples=30, summary="thick")]
+    noise = np.random.default_rng(5)
+
+    def policy(x: np.ndarray) -> np.ndarray:
+        r = noise.random(len(x))
+        return ~(((x[:, 0] <= 0.02) & (r < 0.95)) | ((x[:, 0] >= 0.035) & (r < 0.42)))
+
+    return regions, policy
+
+
+def test_sequential_validation_settles_a_clear_region_early_and_drops_one_failing_below_half():
+    regions, policy = _two_regions()
+    args = (PARAMS, np.zeros((0, 3)), 200, np.random.default_rng(0), lambda mask: 0.05, 0.5, 1.96)
+    u, ok, kept = _validate_sequential(policy, regions, *args)
+    assert [r.summary for r in kept] == ["thin"]
+    thin_draws = int((u[:, 0] * 0.045 + 0.005 <= 0.02).sum())
+    assert thin_draws <= 25 and len(u) == 200  # settled in the first round; the rest re-test the thick region
+    assert kept[0].samples == thin_draws and kept[0].failure_rate > 0.8
+    # the even split keeps the 42% region: 100 draws leave its Wilson upper bound above 0.5
+    regions, policy = _two_regions()
+    assert [r.summary for r in _validate(policy, regions, *args)[2]] == ["thin", "thick"]
+
+
+def test_sequential_validation_keeps_a_region_whose_fresh_rate_reaches_half():
+    result = mine(_search_then_fresh(0.6), PARAMS, budget=500, rounds=1, validate=0.2, validate_rule="sequential")
+    assert result.regions and all(r.failure_rate >= 0.5 for r in result.regions)
+    assert not mine(_search_then_fresh(0.45), PARAMS, budget=500, rounds=1, validate=0.2,
+                    validate_rule="sequential").regions  # the even rule keeps this one (test above)
+
+
+def test_unknown_validate_rule_is_rejected_with_the_choices():
+    with pytest.raises(ValueError, match="sequential"):
+        mine(synthetic_policy, PARAMS, budget=100, validate=0.2, validate_rule="strict")
 
 
 def test_validate_share_outside_unit_interval_is_rejected():
