@@ -13,12 +13,15 @@ too. segment=k: fit windows of k control steps, each from its recorded state (co
 starts=n: n optimizer runs (nominal, then random starts in the bounds), the lowest cost wins.
 robotrl twin mine checkpoint=<run> budget=N [params=friction,max_curvature] [rounds=4] [worlds=128]
 [seed=0] [uniform=false] [weighting=learnability] [baseline=uniform] [reference=friction:1.0:1.2]
-[min_leaf=8] [validate=0.2] [refine=0] [workers=0] [address=] [threads=1] [out=scenarios.yaml]
+[min_leaf=8] [validate=0.2] [validate_rule=sequential] [refine=0] [workers=0] [address=] [threads=1] [out=scenarios.yaml]
 [task.<field>=<value> ...]
 the policy over N scenarios (batched worlds), adaptive search for low-success regions, each tested against
 the failure rate of the uniform draws (``baseline=uniform``), of those in the ``reference`` box (the regime the
 policy was trained on: ``baseline=reference``) or of those outside it (``complement``); ``validate`` (0.2) holds
-that share of N back to re-test each region on fresh draws, dropping those the fresh draws contradict; ``refine``
+that share of N back to re-test each region on fresh draws, dropping those the fresh draws contradict
+(``validate_rule``: ``sequential``, the default, spends them on the regions not yet settled and keeps one
+only if its fresh failure rate reaches 0.5; ``even`` splits them evenly and keeps a region unless they
+contradict it: a little more coverage, more false regions, robotrl/twin/README.md); ``refine``
 (e.g. 0.25) also samples around the regions found so far, grown by that share of their width, so sharp edges
 (a handle thinner than 1 cm fails, thicker does not) are placed precisely; writes the
 scenario file (regions with summaries; training picks its regions by ``weighting``, learnability or
@@ -47,7 +50,7 @@ _KNOWN = {
     "report": ("bags", "task", "robot", "physics", "engines", "out"),
     "calibrate": ("bags", "task", "robot", "params", "delays", "segment", "starts", "out"),
     "mine": ("checkpoint", "budget", "params", "rounds", "worlds", "seed", "uniform", "weighting", "baseline",
-             "reference", "min_leaf", "validate", "refine", "workers", "address", "threads", "out"),
+             "reference", "min_leaf", "validate", "validate_rule", "refine", "workers", "address", "threads", "out"),
     "triage": ("bags", "policy", "task", "robot", "out"),
 }
 
@@ -168,7 +171,8 @@ def _mine(args: dict[str, str]) -> int:
     result = mine(evaluator, evaluator.params, int(args["budget"]), rounds=int(args.get("rounds", 4)),
                   seed=int(args.get("seed", 0)), uniform_only=uniform, min_leaf=int(args.get("min_leaf", 8)),
                   baseline=args.get("baseline", "uniform"), reference=reference or None,
-                  validate=float(args.get("validate", 0.2)), refine=float(args.get("refine", 0.0)))
+                  validate=float(args.get("validate", 0.2)), refine=float(args.get("refine", 0.0)),
+                  validate_rule=args.get("validate_rule", "sequential"))
     out = Path(args.get("out", "scenarios.yaml"))
     if not result.regions:
         log.warning("no failure region found in %d scenarios (failure rate %.3f); no scenario file written",
