@@ -373,6 +373,13 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
     return MiningResult(samples=samples, success=success, regions=regions, background=background, baseline=baseline)
 
 
+def _unit_boxes(regions: list[Region], params: list[ScenarioParam]) -> tuple[np.ndarray, np.ndarray]:
+    """The regions' boxes in the unit cube: lower and upper corners, ``(R, D)`` each."""
+    edges = np.asarray([[r.bounds.get(p.name, [p.low, p.high]) for p in params] for r in regions], dtype=float)
+    lo, hi = (_to_unit(edges[:, :, k], params).clip(0.0, 1.0) for k in (0, 1))
+    return lo, hi
+
+
 def _validate(evaluate: EvaluateFn, regions: list[Region], params: list[ScenarioParam], u_search: np.ndarray,
               n: int, rng: np.random.Generator, background: BackgroundFn, min_failure_rate: float,
               z: float) -> tuple[np.ndarray, np.ndarray, list[Region]]:
@@ -383,8 +390,7 @@ def _validate(evaluate: EvaluateFn, regions: list[Region], params: list[Scenario
         fresh draws alone, each with the fresh failure rate and draw count.
 
     """
-    edges = np.asarray([[r.bounds.get(p.name, [p.low, p.high]) for p in params] for r in regions], dtype=float)
-    box_lo, box_hi = (_to_unit(edges[:, :, k], params).clip(0.0, 1.0) for k in (0, 1))  # (R, D) each
+    box_lo, box_hi = _unit_boxes(regions, params)
     if n // len(regions) < 10:
         log.warning("validating %d regions with %d fresh draws (%d each): too few to pass the test; raise the "
                     "budget or lower validate", len(regions), n, n // len(regions))
@@ -418,8 +424,7 @@ def _validate_sequential(evaluate: EvaluateFn, regions: list[Region], params: li
         draw count.
 
     """
-    edges = np.asarray([[r.bounds.get(p.name, [p.low, p.high]) for p in params] for r in regions], dtype=float)
-    box_lo, box_hi = (_to_unit(edges[:, :, k], params).clip(0.0, 1.0) for k in (0, 1))  # (R, D) each
+    box_lo, box_hi = _unit_boxes(regions, params)
     x_search = _from_unit(u_search, params)
     bg = np.array([background(inside_regions(x_search, [r], params)) for r in regions])  # (R,)
     drawn, failed = np.zeros(len(regions), dtype=int), np.zeros(len(regions), dtype=int)
