@@ -7,7 +7,8 @@
 
 The training config is composed once through Hydra's compose API with robotrl's packaged
 configs, the path ``robotrl train task=humanoid ...`` takes, and that one object goes to both
-learners: robotrl PPO through ``make_runner``, SB3 PPO on ``TaskEnv(cfg.task, cfg.sim)``
+learners: robotrl PPO (``--robotrl-algo sac|fasttd3``: that learner, composed with ``algo=<name>`` and
+checked to give the same task config) through ``make_runner``, SB3 PPO on ``TaskEnv(cfg.task, cfg.sim)``
 through robotrl's SB3 adapter, with its PPO settings mapped from ``cfg.algo`` and
 ``cfg.policy`` (``common.sb3_ppo``; what SB3 cannot match is recorded in the JSON). So both
 see the same task (action delay, observation noise, domain randomization), the same number
@@ -159,7 +160,8 @@ def curve_figures(curves: dict[str, Curve]) -> dict[str, Any]:
         area = sum((t1 - t0) * (r0 + r1) / 2 for (t0, _, r0), (t1, _, r1) in zip(curve, curve[1:], strict=False))
         return area / (curve[-1][0] - curve[0][0])
 
-    ours, theirs = curves.get("robotrl_ppo"), curves.get("sb3_ppo_adapter")
+    ours_name = next((k for k in curves if k.startswith("robotrl_")), "robotrl_ppo")  # robotrl_<algo>
+    ours, theirs = curves.get(ours_name), curves.get("sb3_ppo_adapter")
     if not ours or not theirs:
         return {}
     start = theirs[0][2]
@@ -167,17 +169,17 @@ def curve_figures(curves: dict[str, Curve]) -> dict[str, Any]:
     fig: dict[str, Any] = {"curve_bar_90pct_sb3_final_train_return": bar}
     times: dict[str, float | None] = {}
     means: dict[str, float] = {}
-    for name, curve in (("robotrl_ppo", ours), ("sb3_ppo_adapter", theirs)):
+    for name, curve in ((ours_name, ours), ("sb3_ppo_adapter", theirs)):
         times[name] = next((t for t, _, r in curve if r >= bar), None)
         means[name] = time_mean(curve) - curve[0][2]
         fig[f"{name}_curve_final_train_return_last_tenth"] = last_tenth(curve)
         fig[f"{name}_curve_time_to_90pct_sb3_final_s"] = times[name] if times[name] is not None else "not reached"
         fig[f"{name}_curve_train_return_time_mean_gain"] = means[name]
-    t_ours, t_theirs = times["robotrl_ppo"], times["sb3_ppo_adapter"]
+    t_ours, t_theirs = times[ours_name], times["sb3_ppo_adapter"]
     fig["ratio_time_to_90pct_sb3_final_sb3_vs_robotrl"] = (
         t_theirs / t_ours if t_ours and t_theirs else "undefined: a learner never reached the bar")
     fig["ratio_train_return_time_mean_gain_robotrl_vs_sb3"] = (
-        means["robotrl_ppo"] / means["sb3_ppo_adapter"] if means["sb3_ppo_adapter"] > 0
+        means[ours_name] / means["sb3_ppo_adapter"] if means["sb3_ppo_adapter"] > 0
         else "undefined: SB3 mean gain <= 0")
     return fig
 
@@ -202,8 +204,9 @@ def curves_only(out_dir: Path) -> dict[str, Any]:
         if not part:  # another benchmark's curves (off-policy learners), not this comparison
             continue
         fig |= {f"{label}_{k}": v for k, v in part.items()}
+        ours = next(k for k in part if k.startswith("robotrl_") and k.endswith("_curve_time_to_90pct_sb3_final_s"))
         rows.append((label, "  ".join(f"{fmt(part[k]):>14}" for k in (
-            "robotrl_ppo_curve_time_to_90pct_sb3_final_s", "sb3_ppo_adapter_curve_time_to_90pct_sb3_final_s",
+            ours, "sb3_ppo_adapter_curve_time_to_90pct_sb3_final_s",
             "ratio_time_to_90pct_sb3_final_sb3_vs_robotrl", "ratio_train_return_time_mean_gain_robotrl_vs_sb3"))))
     print(table(rows, "time to 90% of SB3's final training return: robotrl s, SB3 s, SB3/robotrl; "
                       "mean training-return gain robotrl/SB3"))
@@ -256,17 +259,26 @@ def compare(task: str, args: argparse.Namespace, out_dir: Path) -> dict[str, Any
         "algo_config": json.dumps(dataclasses.asdict(cfg.algo), sort_keys=True),
         **load_avg("at_start"),
     }
+    ours_cfg, ours_yaml, ours_name = cfg, config_yaml, "robotrl_ppo"
+    if args.robotrl_algo != "ppo":  # robotrl's off-policy learner on the same task config; SB3 keeps PPO's
+        ours_cfg, ours_yaml, ours_hash = compose_train([*overrides, f"algo={args.robotrl_algo}"])
+        if task_hash(ours_cfg.task) != env_hash:
+            raise RuntimeError(f"algo={args.robotrl_algo} composes another task config; the learners would not "
+                               "see the same env (a tuning file sets task fields)")
+        ours_name = f"robotrl_{args.robotrl_algo}"
+        fig |= {"robotrl_config_hash": ours_hash,
+                "robotrl_algo_config": json.dumps(dataclasses.asdict(ours_cfg.algo), sort_keys=True)}
     curves: dict[str, Curve] = {}
-    for name, train in (("robotrl_ppo", lambda: train_robotrl(cfg, config_yaml, args.episodes)),
+    for name, train in ((ours_name, lambda: train_robotrl(ours_cfg, ours_yaml, args.episodes)),
                         ("sb3_ppo_adapter", lambda: train_sb3(cfg, args.episodes))):
         print(f"{task}: training {name} for {args.budget:g} s ...", flush=True)
         result, curves[name] = train()
         fig |= {f"{name}_{k}": v for k, v in result.items()} | load_avg(f"after_{name}")
     if task_hash(cfg.task) != env_hash:
         raise RuntimeError("the task config changed during the benchmark; the learners did not see the same env")
-    ours, theirs = fig["robotrl_ppo_return_gain"], fig["sb3_ppo_adapter_return_gain"]
+    ours, theirs = fig[f"{ours_name}_return_gain"], fig["sb3_ppo_adapter_return_gain"]
     fig["ratio_return_gain_robotrl_vs_sb3"] = ours / theirs if theirs > 0 else "undefined: SB3 gain <= 0"
-    fig["ratio_env_steps_robotrl_vs_sb3"] = fig["robotrl_ppo_env_steps_count"] / max(
+    fig["ratio_env_steps_robotrl_vs_sb3"] = fig[f"{ours_name}_env_steps_count"] / max(
         fig["sb3_ppo_adapter_env_steps_count"], 1)
     fig |= curve_figures(curves)
     label = f"{task}_{args.prefix}" if args.prefix else task
@@ -287,6 +299,8 @@ def main() -> None:
     parser.add_argument("--override", action="append", default=[], help="extra Hydra override, for both learners")
     parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 16 worlds, 5 s, 8 episodes, temp dir")
+    parser.add_argument("--robotrl-algo", default="ppo", choices=("ppo", "sac", "fasttd3"),
+                        help="robotrl's learner (SB3 stays PPO; the task config must compose the same)")
     parser.add_argument("--prefix", default="", help="file this run as <task>_<prefix>_* beside the task's keys")
     parser.add_argument("--curves-only", action="store_true",
                         help="train nothing: add the time-to-skill figures of every saved curve file to learning.json")

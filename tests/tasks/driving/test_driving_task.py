@@ -344,3 +344,12 @@ def test_policy_observation_is_the_same_with_and_without_the_privileged_critic()
     a, b = with_critic.reset(), without.reset()
     assert "critic" not in b and torch.equal(a["policy"], b["policy"])
     assert torch.equal(a["critic"][:, : a["policy"].shape[1]], a["policy"])
+
+
+def test_driving_fasttd3_tuning_sets_cpu_batches_and_value_support_and_leaves_the_task_as_ppo_composes_it(train_cfg):
+    """configs/tuning/driving_fasttd3.yaml; benchmarks/learning.py --robotrl-algo needs PPO's task config."""
+    ppo, off = train_cfg("task=driving"), train_cfg("task=driving", "algo=fasttd3")
+    assert off.task == ppo.task
+    assert (off.algo.batch_size, off.algo.utd, off.algo.steps_per_iteration) == (1024, 0.5, 32)
+    assert off.algo.critic_hidden == [256, 256]
+    assert (off.algo.v_min, off.algo.v_max) == (-20.0, 60.0)  # a lap (100 over ~300 steps), an infraction (-10)
