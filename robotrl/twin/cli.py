@@ -13,8 +13,8 @@ too. segment=k: fit windows of k control steps, each from its recorded state (co
 starts=n: n optimizer runs (nominal, then random starts in the bounds), the lowest cost wins.
 robotrl twin mine checkpoint=<run> budget=N [params=friction,max_curvature] [rounds=4] [worlds=128]
 [seed=0] [uniform=false] [weighting=learnability] [baseline=uniform] [reference=friction:1.0:1.2]
-[min_leaf=8] [validate=0.2] [validate_rule=sequential] [refine=0] [workers=0] [address=] [threads=1] [out=scenarios.yaml]
-[task.<field>=<value> ...]
+[min_leaf=8] [validate=0.2] [validate_rule=sequential] [refine=0] [workers=0] [address=] [threads=1]
+[out=scenarios.yaml] [task.<field>=<value> ...]
 the policy over N scenarios (batched worlds), adaptive search for low-success regions, each tested against
 the failure rate of the uniform draws (``baseline=uniform``), of those in the ``reference`` box (the regime the
 policy was trained on: ``baseline=reference``) or of those outside it (``complement``); ``validate`` (0.2) holds
