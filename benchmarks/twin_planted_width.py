@@ -74,12 +74,16 @@ def width_rows(run: str, seed: int = 0, train_s: int = 600, budget: int = 512, n
 def _heldout(path: Path, n_heldout: int) -> tuple[np.ndarray, np.ndarray]:
     """``n_heldout`` uniform scenarios ``(N, 4)`` and their failure flags ``(N,)``, labelled by the run's policy.
 
-    Env seed 3 and draw seed 123, as every width-plant figure; cached in the run dir beside the checkpoint.
+    Env seed 3 and draw seed 123, as every width-plant figure; cached in the run dir under the name of the
+    checkpoint that labelled them (a run trained further gets new labels).
     """
+    import json
+
     from robotrl.twin.evaluate import ScenarioEvaluator
     from robotrl.twin.mine import _from_unit
 
-    cache = path / f"twin_width_heldout_{n_heldout}.npz"
+    ckpt = json.loads((path / "checkpoints" / "latest.json").read_text())["name"]
+    cache = path / f"twin_width_heldout_{n_heldout}_{ckpt}.npz"
     if cache.is_file():
         data = np.load(cache)
         return data["x"], data["fail"]
