@@ -405,10 +405,7 @@ def _validate(evaluate: EvaluateFn, regions: list[Region], params: list[Scenario
         m, k = int(own.sum()), int((~ok[own]).sum())
         in_box = inside_regions(x_search, [r], params)
         passed = m > 0 and wilson_lower(k, m, z) > background(in_box) and wilson_upper(k, m, z) >= min_failure_rate
-        log.info("validating %s: %d of %d fresh draws failed (tree: %.2f over %d) -> %s", r.summary, k, m,
-                 r.failure_rate, r.samples, "kept" if passed else "dropped")
-        if passed:
-            kept.append(Region(bounds=r.bounds, failure_rate=k / m, samples=m, summary=r.summary))
+        kept += _verdict(r, k, m, passed)
     return u, ok, kept
 
 
@@ -448,13 +445,19 @@ def _validate_sequential(evaluate: EvaluateFn, regions: list[Region], params: li
     for j, reg in enumerate(regions):
         m, k = int(drawn[j]), int(failed[j])
         passed = m > 0 and k >= min_failure_rate * m and wilson_lower(k, m, z) > bg[j]
-        log.info("validating %s: %d of %d fresh draws failed (tree: %.2f over %d) -> %s", reg.summary, k, m,
-                 reg.failure_rate, reg.samples, "kept" if passed else "dropped")
-        if passed:
-            kept.append(Region(bounds=reg.bounds, failure_rate=k / m, samples=m, summary=reg.summary))
+        kept += _verdict(reg, k, m, passed)
     D = len(params)
     return (np.concatenate(us) if us else np.zeros((0, D)),
             np.concatenate(oks) if oks else np.zeros(0, dtype=bool), kept)
+
+
+def _verdict(region: Region, failed: int, drawn: int, passed: bool) -> list[Region]:
+    """Log a re-test's outcome; the region with its fresh rate and count when it passed, else nothing."""
+    log.info("validating %s: %d of %d fresh draws failed (tree: %.2f over %d) -> %s", region.summary, failed, drawn,
+             region.failure_rate, region.samples, "kept" if passed else "dropped")
+    if not passed:
+        return []
+    return [Region(bounds=region.bounds, failure_rate=failed / drawn, samples=drawn, summary=region.summary)]
 
 
 def _settled(failed: int, drawn: int, background: float, min_failure_rate: float, z: float) -> bool:
