@@ -19,6 +19,11 @@ class DrivingConfig(TaskConfig):
         timestep: physics step, s (control period = ``timestep * frame_skip``).
         solver_iterations: Newton solver iterations.
         num_tracks: tracks in the set drawn from (``split`` picks train or held-out seeds).
+        scenario_tracks: tracks added for mined scenarios when the regions of ``scenarios`` ask for
+            road half-widths outside ``half_width``: their half-widths span those regions, and only
+            the resets that draw such a region reach them, so the other resets keep the
+            ``num_tracks`` tracks of ``half_width`` (``scenario_params.scenario_tracks``). 0: none
+            (a mined width then takes the nearest track of the ``num_tracks``).
         track_radius: range of spline control-point radii, m (sets the lap length).
         half_width: range of road half-widths, m.
         control_points: range of spline control points per track (more: twistier).
@@ -70,6 +75,7 @@ class DrivingConfig(TaskConfig):
     timestep: float = 0.01
     solver_iterations: int = 4
     num_tracks: int = 64
+    scenario_tracks: int = 64
     track_radius: list[float] = field(default_factory=lambda: [5.0, 9.0])
     half_width: list[float] = field(default_factory=lambda: [0.8, 1.0])
     control_points: list[int] = field(default_factory=lambda: [8, 12])

@@ -47,3 +47,5 @@ TRACK_POINTS = 512
 """Centreline samples per track (uniform in arc length)."""
 HELDOUT_SEED_OFFSET = 1_000_000
 """Held-out track seeds start here, so no held-out track can equal a training track."""
+SCENARIO_SEED_OFFSET = 2_000_000
+"""Seeds of the tracks added for mined scenarios (``DrivingConfig.scenario_tracks``) start here."""

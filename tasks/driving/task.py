@@ -117,7 +117,9 @@ class DrivingTask(Task):
             control_points=tuple(c.control_points),
             min_turn_radius=c.min_turn_radius,
         )
-        self.bank = TrackBank(track_set(c.split, c.num_tracks, params), dev)
+        tracks = track_set(c.split, c.num_tracks, params)
+        self.num_reset_tracks = len(tracks)  # the tracks a plain reset draws from; mined widths may add more
+        self.bank = TrackBank(tracks + sp.scenario_tracks(c, params), dev)
         self.qpos, self.qvel, self.ctrl = sim.bind("qpos"), sim.bind("qvel"), sim.bind("ctrl")
         self.qpos0 = torch.as_tensor(model.qpos0, dtype=self.qpos.dtype, device=dev)
         steer_adr = [model.jnt_qposadr[model.joint(j).id] for j in C.STEER_JOINTS]
@@ -181,7 +183,7 @@ class DrivingTask(Task):
         """A random track of the split, a random start on it, fresh obstacles and traffic; then mined scenarios."""
         self.ended_infraction[ids] = self.flags[ids].any(1).float()
         self.ended_completion[ids] = self.route_completion()[ids]
-        tid = torch.randint(0, len(self.bank.tracks), (ids.numel(),), generator=gen, device=self.device)
+        tid = torch.randint(0, self.num_reset_tracks, (ids.numel(),), generator=gen, device=self.device)
         self._start(ids, tid, gen)
         chosen, draws = self.scenario_draws(ids, gen)
         if chosen.numel():

@@ -74,6 +74,46 @@ def test_driving_scenarios_set_friction_obstacles_and_track(tmp_path):
     assert scenario_of(env_off.task, torch.arange(16))["friction"].min() >= 1.0 - 1e-6
 
 
+def test_driving_mined_narrow_widths_add_tracks_only_the_width_resets_reach(tmp_path):
+    from robotrl.tasks.driving.scenario_params import SCENARIO_PARAMS, track_features
+
+    narrow = Region(bounds={"half_width": [0.3, 0.45]}, failure_rate=0.9, samples=20)
+    curvy = Region(bounds={"max_curvature": [0.6, 0.7]}, failure_rate=0.9, samples=20)
+    path = ScenarioFile("driving", SCENARIO_PARAMS, [narrow, curvy]).save(tmp_path / "w.yaml")
+    env = _task_env("driving", path, 0.5, 64, half_width=[0.6, 1.0], num_tracks=16, scenario_tracks=8)
+    task = env.task
+    assert task.num_reset_tracks == 16 and len(task.bank.tracks) == 24
+    added = task.bank.half_width[16:]
+    assert (added >= 0.3 - 1e-6).all() and (added <= 0.45 + 1e-6).all()
+    assert (task.bank.half_width[:16] >= 0.6 - 1e-6).all()
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.arange(64)
+    seen_added = torch.zeros(64, dtype=torch.bool)
+    drawn = []
+    own_draws = task.scenario_draws
+    task.scenario_draws = lambda i, g: drawn.append(own_draws(i, g)) or drawn[-1]  # record what reset drew
+    for _ in range(4):
+        task.reset(ids, gen)  # a plain reset, then the mined draws of about half the worlds
+        chosen, draws = drawn[-1]
+        width_asked = torch.zeros(64, dtype=torch.bool)
+        width_asked[chosen] = ~torch.isnan(draws["half_width"])
+        on_added = task.track_id >= 16
+        assert not (on_added & ~width_asked).any()  # plain resets and curvature-only draws keep the 16 tracks
+        assert on_added[width_asked].all()  # every width draw below 0.6 m lands on an added narrow road
+        seen_added |= on_added
+    assert seen_added.any()
+    curv = track_features(task)["max_curvature"]
+    task.apply_scenario(ids[:8], {"max_curvature": curv[16:]}, gen)  # exactly the added tracks' curvatures
+    assert (task.track_id[:8] < 16).all()  # ... but no width asked: the nearest of the 16
+    task.apply_scenario(ids[:8], {"max_curvature": curv[16:], "half_width": task.bank.half_width[16:]}, gen)
+    assert torch.equal(task.track_id[:8], torch.arange(16, 24))
+    # the same file mixed in at 0, or a region inside task.half_width: no added tracks
+    assert len(_task_env("driving", path, 0.0, 4, num_tracks=16).task.bank.tracks) == 16
+    inside = ScenarioFile("driving", SCENARIO_PARAMS, [Region({"half_width": [0.7, 0.8]}, 0.9, 20)])
+    env_in = _task_env("driving", inside.save(tmp_path / "i.yaml"), 0.5, 4, half_width=[0.6, 1.0], num_tracks=16)
+    assert len(env_in.task.bank.tracks) == 16
+
+
 def test_tool_use_scenarios_pick_tool_family_and_goal(tmp_path):
     from robotrl.tasks.tool_use.scenario_params import SCENARIO_PARAMS
 
