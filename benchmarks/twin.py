@@ -21,6 +21,9 @@
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [section=S]
     # both arms on trained width-plant runs over mining seeds, validate_rule even and sequential (~3 min per
     # run and seed); section (default planted_width_repeats) names the twin.json section
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width_retrain runs/drv_s0 [seed=0] [extra_s=480]
+    # mine a width-plant run (sequential re-test), retrain it with the mined scenarios and without, score the
+    # three policies in the mined regions and elsewhere (~20 min after the run; section planted_width_retrain[_seed<k>])
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_policy runs/humanoid runs/tool_use
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_passive  # zero actions in both engines (control)
@@ -131,7 +134,7 @@ from twin_planted import (  # noqa: E402
     PLANT_STAGES,
     planted_rows,
 )
-from twin_planted_width import width_repeats, width_rows  # noqa: E402
+from twin_planted_width import width_repeats, width_retrain, width_rows  # noqa: E402
 from twin_sim2sim import (  # noqa: E402
     sim2sim_passive_rows,
     sim2sim_policy_rows,
@@ -294,6 +297,19 @@ def main():
             print(f"{k:45s} {v}")
         width["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
         _merge("planted_width" + (f"_seed{seed}" if seed else ""), width)
+
+    if mode == "planted_width_retrain":
+        # python benchmarks/twin.py planted_width_retrain runs/drv_s0 [seed=0] [extra_s=480]
+        opts = dict(a.split("=", 1) for a in sys.argv[3:])
+        unknown = set(opts) - {"seed", "extra_s"}
+        if unknown:
+            raise SystemExit(f"planted_width_retrain: unknown option(s) {sorted(unknown)}; valid: seed=, extra_s=")
+        seed = int(opts.get("seed", 0))
+        ret = width_retrain(sys.argv[2], seed=seed, extra_s=int(opts.get("extra_s", 480)))
+        for k, v in ret.items():
+            print(f"{k:45s} {v}")
+        ret["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
+        _merge("planted_width_retrain" + (f"_seed{seed}" if seed else ""), ret)
 
     if mode == "planted_width_repeats":
         # python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [rules=even,sequential] [section=S]

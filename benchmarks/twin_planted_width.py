@@ -149,3 +149,97 @@ def width_repeats(runs: list[str], mine_seeds: list[int], rules: tuple[str, ...]
         out[f"{rule}_false_regions_miner_minus_uniform_se"] = round(float(diff.std(ddof=1) / np.sqrt(len(diff))), 3)
         out[f"{rule}_runs"] = len(sel)
     return out
+
+
+RETRAIN_MIX = 0.5  # task.scenario_mix of the mined retraining, as the friction plant's
+RETRAIN_WEIGHTING = "learnability"  # how the mined file picks regions for training, as the friction plant's
+
+
+def width_retrain(run: str, seed: int = 0, train_s: int = 600, extra_s: int = 480, budget: int = 512,
+                  mine_seed: int = 0, n_eval: int = 384) -> dict:
+    """Mine a width-plant run, retrain it with the mined scenarios and without (control), score all three.
+
+    1. the miner with ``OPTIONS`` and the sequential re-test (``robotrl twin mine``'s default) writes
+       ``<run>_retrain/mined.yaml`` (weighting ``learnability``, as the friction plant's retraining);
+    2. ``mined``: the run continued to ``train_s + extra_s`` s with ``task.scenarios=mined.yaml
+       task.scenario_mix=0.5``; its bank gains ``task.scenario_tracks`` tracks of the mined widths that only
+       the mined resets reach (``tasks/driving/scenario_params.scenario_tracks``); ``control``: continued as
+       long without them, so both see the same extra training on the default distribution otherwise;
+    3. success of the narrow, mined and control policies on ``n_eval`` scenarios drawn from the mined
+       regions (weighted by failure rate) and ``n_eval`` uniform ones outside them, on the evaluator's
+       widened bank (``BANK``), the same scenarios and env seed for all three.
+
+    Each step is cached under ``<run>_retrain/`` (a finished retraining is not redone).
+    """
+    import shutil
+
+    import torch
+    from twin_planted import _train, _trained_s
+
+    from robotrl.twin.evaluate import ScenarioEvaluator
+    from robotrl.twin.mine import _from_unit, inside_regions, mine
+    from robotrl.twin.scenarios import ScenarioFile
+
+    path, work = Path(run), Path(f"{run}_retrain")
+    base = ["task=driving", f"seed={seed}", "progress=false", "tensorboard=false", "eval_at_end=false"]
+    if not (path / "checkpoints" / "latest.json").is_file():
+        _train(path, train_s, base=base)
+    train_s = max(train_s, round(_trained_s(path)))  # each retraining runs extra_s past the run's own training
+    work.mkdir(exist_ok=True)
+    mined_file = work / "mined.yaml"
+    out: dict = {"run": str(path), "train_seed": seed, "train_s": train_s, "retrain_extra_s": extra_s,
+                 "mine_budget": budget, "mine_seed": mine_seed, "mine_params": WIDTH_PARAMS, "bank": BANK,
+                 "mine_options": {**OPTIONS, "validate_rule": "sequential"}, "scenario_mix": RETRAIN_MIX,
+                 "scenario_weighting_train": RETRAIN_WEIGHTING, "scenario_weighting_eval": "failure_rate",
+                 "planted_box": f"{BOX[0]} < {BOX[1]}"}
+    ev = ScenarioEvaluator(path, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=1)
+    if not mined_file.is_file():
+        t0 = time.time()
+        res = mine(ev, ev.params, budget, rounds=4, seed=mine_seed, min_leaf=OPTIONS["min_leaf"],
+                   baseline=OPTIONS["baseline"], reference={BOX[0]: TRAINED_WIDTH}, validate=OPTIONS["validate"],
+                   validate_rule="sequential")
+        if not res.regions:
+            raise SystemExit(f"planted_width_retrain: the miner kept no region on {run}; nothing to retrain on")
+        ScenarioFile("driving", ev.params, res.regions, weighting=RETRAIN_WEIGHTING).save(mined_file)
+        print(f"mined {len(res.regions)} region(s) in {time.time() - t0:.0f} s -> {mined_file}", flush=True)
+    mined = ScenarioFile.load(mined_file)
+    out["mined_regions"] = [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
+                            for r in mined.regions]
+    x, fail = _heldout(path, 768)
+    out.update({f"miner_{k}": v for k, v in _coverage(x, fail, mined.regions, ev.params).items()})
+    for arm, extra in (("mined", [f"task.scenarios={mined_file.resolve()}", f"task.scenario_mix={RETRAIN_MIX}"]),
+                       ("control", [])):
+        arm_run = work / arm
+        if _trained_s(arm_run) >= train_s + extra_s:
+            continue
+        if arm_run.exists():
+            shutil.rmtree(arm_run)  # an interrupted retraining starts again from the narrow run
+        shutil.copytree(path, arm_run)
+        t0 = time.time()
+        _train(arm_run, train_s + extra_s, ["resume=true", *extra], base=base)
+        out[f"{arm}_retrain_wall_s"] = round(time.time() - t0, 1)
+    draws = mined.sample(n_eval, torch.Generator().manual_seed(7), weighting="failure_rate")
+    x_in = np.stack([draws[n].numpy() for n in WIDTH_PARAMS], 1)
+    nan = np.isnan(x_in)  # a region leaving a parameter free: uniform over its declared range
+    x_in[nan] = _from_unit(np.random.default_rng(9).random(x_in.shape), mined.params)[nan]
+    pool = _from_unit(np.random.default_rng(8).random((4 * n_eval, len(WIDTH_PARAMS))), mined.params)
+    x_out = pool[~inside_regions(pool, mined.regions, mined.params)][:n_eval]
+    out.update({"eval_scenarios_in_mined": len(x_in), "eval_scenarios_elsewhere": len(x_out)})
+    for name, policy in (("narrow", path), ("mined", work / "mined"), ("control", work / "control")):
+        e = ScenarioEvaluator(policy, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=2)
+        out[f"{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
+        out[f"{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)
+        out[f"{name}_trained_s"] = round(_trained_s(policy), 1)
+    for name in ("mined", "control"):
+        for where in ("in_mined_regions", "elsewhere"):
+            out[f"{name}_gain_{where}_points"] = round(
+                out[f"{name}_success_{where}_pct"] - out[f"narrow_success_{where}_pct"], 1)
+    return out
+
+
+def _coverage(x: np.ndarray, fail: np.ndarray, regions: list, params: list) -> dict:
+    """The width plant's held-out figures of one region list (``twin_planted.heldout_metrics``, one arm)."""
+    from twin_planted import heldout_metrics
+
+    m = heldout_metrics(x, fail, {"arm": regions}, params, BOX)
+    return {k.removeprefix("arm_"): v for k, v in m.items()}
