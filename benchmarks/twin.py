@@ -22,7 +22,7 @@
     # both arms on trained width-plant runs over mining seeds, validate_rule even and sequential (~3 min per
     # run and seed); section (default planted_width_repeats) names the twin.json section
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width_retrain runs/drv_s0 [seed=0] [extra_s=480]
-    # mine a width-plant run (sequential re-test), retrain it with the mined scenarios and without, score the
+    # [mix=0.5]: mine a width-plant run (sequential re-test), retrain it with the mined scenarios and without, score the
     # three policies in the mined regions and elsewhere (~20 min after the run; section planted_width_retrain[_seed<k>])
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_policy runs/humanoid runs/tool_use
@@ -301,15 +301,16 @@ def main():
     if mode == "planted_width_retrain":
         # python benchmarks/twin.py planted_width_retrain runs/drv_s0 [seed=0] [extra_s=480]
         opts = dict(a.split("=", 1) for a in sys.argv[3:])
-        unknown = set(opts) - {"seed", "extra_s"}
+        unknown = set(opts) - {"seed", "extra_s", "mix"}
         if unknown:
-            raise SystemExit(f"planted_width_retrain: unknown option(s) {sorted(unknown)}; valid: seed=, extra_s=")
-        seed = int(opts.get("seed", 0))
-        ret = width_retrain(sys.argv[2], seed=seed, extra_s=int(opts.get("extra_s", 480)))
+            raise SystemExit(f"planted_width_retrain: unknown option(s) {sorted(unknown)}; "
+                             "valid: seed=, extra_s=, mix=")
+        seed, mix = int(opts.get("seed", 0)), float(opts.get("mix", 0.5))
+        ret = width_retrain(sys.argv[2], seed=seed, extra_s=int(opts.get("extra_s", 480)), mix=mix)
         for k, v in ret.items():
             print(f"{k:45s} {v}")
         ret["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
-        _merge("planted_width_retrain" + (f"_seed{seed}" if seed else ""), ret)
+        _merge("planted_width_retrain" + (f"_seed{seed}" if seed else "") + (f"_mix{mix:g}" if mix != 0.5 else ""), ret)
 
     if mode == "planted_width_repeats":
         # python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [rules=even,sequential] [section=S]

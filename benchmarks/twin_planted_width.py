@@ -156,7 +156,7 @@ RETRAIN_WEIGHTING = "learnability"  # how the mined file picks regions for train
 
 
 def width_retrain(run: str, seed: int = 0, train_s: int = 600, extra_s: int = 480, budget: int = 512,
-                  mine_seed: int = 0, n_eval: int = 384) -> dict:
+                  mine_seed: int = 0, n_eval: int = 384, mix: float = RETRAIN_MIX) -> dict:
     """Mine a width-plant run, retrain it with the mined scenarios and without (control), score all three.
 
     1. the miner with ``OPTIONS`` and the sequential re-test (``robotrl twin mine``'s default) writes
@@ -169,6 +169,8 @@ def width_retrain(run: str, seed: int = 0, train_s: int = 600, extra_s: int = 48
        regions (weighted by failure rate) and ``n_eval`` uniform ones outside them, on the evaluator's
        widened bank (``BANK``), the same scenarios and env seed for all three.
 
+    ``mix`` other than 0.5: the mined arm trains with that ``task.scenario_mix`` (``<run>_retrain/mined_mix<mix>``;
+    it is still reported as ``mined``), beside the same control.
     Each step is cached under ``<run>_retrain/`` (a finished retraining is not redone).
     """
     import shutil
@@ -189,7 +191,7 @@ def width_retrain(run: str, seed: int = 0, train_s: int = 600, extra_s: int = 48
     mined_file = work / "mined.yaml"
     out: dict = {"run": str(path), "train_seed": seed, "train_s": train_s, "retrain_extra_s": extra_s,
                  "mine_budget": budget, "mine_seed": mine_seed, "mine_params": WIDTH_PARAMS, "bank": BANK,
-                 "mine_options": {**OPTIONS, "validate_rule": "sequential"}, "scenario_mix": RETRAIN_MIX,
+                 "mine_options": {**OPTIONS, "validate_rule": "sequential"}, "scenario_mix": mix,
                  "scenario_weighting_train": RETRAIN_WEIGHTING, "scenario_weighting_eval": "failure_rate",
                  "planted_box": f"{BOX[0]} < {BOX[1]}"}
     ev = ScenarioEvaluator(path, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=1)
@@ -207,7 +209,8 @@ def width_retrain(run: str, seed: int = 0, train_s: int = 600, extra_s: int = 48
                             for r in mined.regions]
     x, fail = _heldout(path, 768)
     out.update({f"miner_{k}": v for k, v in _coverage(x, fail, mined.regions, ev.params).items()})
-    for arm, extra in (("mined", [f"task.scenarios={mined_file.resolve()}", f"task.scenario_mix={RETRAIN_MIX}"]),
+    mined_dir = "mined" if mix == RETRAIN_MIX else f"mined_mix{mix:g}"
+    for arm, extra in ((mined_dir, [f"task.scenarios={mined_file.resolve()}", f"task.scenario_mix={mix}"]),
                        ("control", [])):
         arm_run = work / arm
         if _trained_s(arm_run) >= train_s + extra_s:
@@ -225,7 +228,7 @@ def width_retrain(run: str, seed: int = 0, train_s: int = 600, extra_s: int = 48
     pool = _from_unit(np.random.default_rng(8).random((4 * n_eval, len(WIDTH_PARAMS))), mined.params)
     x_out = pool[~inside_regions(pool, mined.regions, mined.params)][:n_eval]
     out.update({"eval_scenarios_in_mined": len(x_in), "eval_scenarios_elsewhere": len(x_out)})
-    for name, policy in (("narrow", path), ("mined", work / "mined"), ("control", work / "control")):
+    for name, policy in (("narrow", path), ("mined", work / mined_dir), ("control", work / "control")):
         e = ScenarioEvaluator(policy, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=2)
         out[f"{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
         out[f"{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)

@@ -74,13 +74,22 @@ def test_train_then_eval_writes_video_curve_metrics_and_a_pybullet_eval(tmp_path
     assert out.returncode == 0, out.stderr[-3000:]
     assert '"return"' in out.stdout and (tmp_path / "eval" / "eval_train.json").is_file()
 
-    # stress the policy on conditions it never saw: a task override on a chosen backend
+    # stress the policy on conditions it never saw: task overrides (a scenario file mixed in) on a chosen backend
+    from robotrl.tasks.humanoid.task import HumanoidTask
+
+    from robotrl.twin.scenarios import Region, ScenarioFile
+
+    mined = ScenarioFile("humanoid", HumanoidTask.scenario_params, [Region({"cmd_vx": [1.4, 1.5]}, 1.0, 9)])
+    mined.save(tmp_path / "mined.yaml")
     out = run("eval", f"checkpoint={tmp_path}", "sim=cpu", "sim.nthread=1", "task.episode_length_s=0.3",
-              "task.push_interval_s=0.1", "num_envs=4", "episodes=8", "video=false", f"out_dir={tmp_path}/stress",
-              timeout=300)
+              "task.push_interval_s=0.1", f"task.scenarios={tmp_path}/mined.yaml", "task.scenario_mix=0.5",
+              "num_envs=4", "episodes=8", "video=false", f"out_dir={tmp_path}/stress", timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
+    assert "evaluating with 50% of the resets drawn from task.scenarios=" in " ".join(out.stderr.split())
     result = json.loads((tmp_path / "stress" / "eval_train.json").read_text())
-    assert result["task_overrides"] == {"episode_length_s": 0.3, "push_interval_s": 0.1}
+    assert result["task_overrides"] == {"episode_length_s": 0.3, "push_interval_s": 0.1,
+                                        "scenarios": f"{tmp_path}/mined.yaml", "scenario_mix": 0.5}
+    assert result["scenario_mix"] == 0.5
     assert result["backend"] == "cpu" and result["episodes"] == 8  # two per world
     assert result["length"] <= 20  # 0.3 s of 15 ms steps: the override reached the env
 

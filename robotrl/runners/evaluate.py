@@ -106,6 +106,10 @@ def evaluate(cfg: Any) -> dict[str, Any]:
     tensors, meta = load_checkpoint(weights)
     overrides = dict(cfg.task)
     task_cfg = task_config_from_meta(meta, split=cfg.split, randomize=cfg.randomize, **overrides)
+    if task_cfg.scenarios and task_cfg.scenario_mix > 0:
+        log.info("evaluating with %.0f%% of the resets drawn from task.scenarios=%s, as the run trained; "
+                 "task.scenario_mix=0 evaluates the task's own distribution", 100 * task_cfg.scenario_mix,
+                 task_cfg.scenarios)
     env = TaskEnv(task_cfg, replace(cfg.sim, num_envs=cfg.num_envs), seed=cfg.seed)
     if cfg.split == "train":
         env.task.load_state_dict(strip(tensors, "task"))  # the curriculum stage the run reached
@@ -140,7 +144,8 @@ def evaluate(cfg: Any) -> dict[str, Any]:
         if bullet is not None:
             bullet.close()
     result: dict[str, Any] = {"checkpoint": str(weights), "task": meta["task"]["name"], "split": cfg.split,
-                              "task_overrides": overrides, "backend": cfg.sim.backend, "engine": cfg.engine,
+                              "task_overrides": overrides, "scenario_mix": task_cfg.scenario_mix,
+                              "backend": cfg.sim.backend, "engine": cfg.engine,
                               "env_steps_trained": meta.get("env_steps"), **stats}
     if renderer is not None and frames:
         result["video"] = write_video(frames, str(out_dir / "eval.mp4"), fps=max(1, round(1.0 / env.step_dt)))
