@@ -85,7 +85,7 @@ def test_train_then_eval_writes_video_curve_metrics_and_a_pybullet_eval(tmp_path
               "task.push_interval_s=0.1", f"task.scenarios={tmp_path}/mined.yaml", "task.scenario_mix=0.5",
               "num_envs=4", "episodes=8", "video=false", f"out_dir={tmp_path}/stress", timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "evaluating with 50% of the resets drawn from task.scenarios=" in " ".join(out.stderr.split())
+    assert "evaluating with 50% of the resets drawn from task.scenarios=" in " ".join((out.stdout + out.stderr).split())
     result = json.loads((tmp_path / "stress" / "eval_train.json").read_text())
     assert result["task_overrides"] == {"episode_length_s": 0.3, "push_interval_s": 0.1,
                                         "scenarios": f"{tmp_path}/mined.yaml", "scenario_mix": 0.5}
