@@ -24,6 +24,10 @@
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width_retrain runs/drv_s0 [seed=0] [extra_s=480]
     # [mix=0.5]: mine a width-plant run (sequential re-test), retrain it with the mined scenarios and without, score the
     # three policies in the mined regions and elsewhere (~20 min after the run; section planted_width_retrain[_seed<k>])
+    flock /tmp/robotrl-cpu.lock python benchmarks/twin.py snapshot_spread runs/drv54,runs/drv54_retrain/control
+    # [seeds=1,2,3]: every kept checkpoint of each run on the task's own distribution (eval seed 1, robotrl eval's
+    # default), and the last one under each eval seed: the snapshot spread against the evaluation noise (~1 min per
+    # score; section snapshot_spread)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim       # MuJoCo bags replayed in PyBullet (~1 min)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_policy runs/humanoid runs/tool_use
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py sim2sim_passive  # zero actions in both engines (control)
@@ -134,7 +138,7 @@ from twin_planted import (  # noqa: E402
     PLANT_STAGES,
     planted_rows,
 )
-from twin_planted_width import width_repeats, width_retrain, width_rows  # noqa: E402
+from twin_planted_width import snapshot_spread, width_repeats, width_retrain, width_rows  # noqa: E402
 from twin_sim2sim import (  # noqa: E402
     sim2sim_passive_rows,
     sim2sim_policy_rows,
@@ -311,6 +315,19 @@ def main():
             print(f"{k:45s} {v}")
         ret["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
         _merge("planted_width_retrain" + (f"_seed{seed}" if seed else "") + (f"_mix{mix:g}" if mix != 0.5 else ""), ret)
+
+    if mode == "snapshot_spread":
+        # python benchmarks/twin.py snapshot_spread runs/a,runs/b_retrain/control [seeds=1,2,3] [section=S]
+        opts = dict(a.split("=", 1) for a in sys.argv[3:])
+        unknown = set(opts) - {"seeds", "section"}
+        if unknown:
+            raise SystemExit(f"snapshot_spread: unknown option(s) {sorted(unknown)}; valid: seeds=, section=")
+        seeds = tuple(int(s) for s in opts.get("seeds", "1,2,3").split(","))
+        spread = snapshot_spread(sys.argv[2].split(","), eval_seeds=seeds)
+        for k, v in spread.items():
+            print(f"{k:55s} {v}")
+        spread["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
+        _merge(opts.get("section", "snapshot_spread"), spread)
 
     if mode == "planted_width_repeats":
         # python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [rules=even,sequential] [section=S]

@@ -246,3 +246,48 @@ def _coverage(x: np.ndarray, fail: np.ndarray, regions: list, params: list) -> d
 
     m = heldout_metrics(x, fail, {"arm": regions}, params, BOX)
     return {k.removeprefix("arm_"): v for k, v in m.items()}
+
+
+def snapshot_spread(runs: list[str], eval_seeds: tuple[int, ...] = (1, 2, 3), num_envs: int = 128,
+                    episodes: int = 256) -> dict:
+    """Success on the task's own distribution of every checkpoint a run kept, and of its last one under other seeds.
+
+    The retraining figures above compare one final checkpoint per arm. This separates the two noises in
+    such a comparison: the **snapshot spread** (the kept checkpoints, 25 iterations apart at the end of
+    training, all scored with env seed ``eval_seeds[0]``, the same draws for each) and the **evaluation
+    noise** (the last checkpoint scored with each of ``eval_seeds``). Each score is ``robotrl eval
+    checkpoint=<ckpt> num_envs=<num_envs> episodes=<episodes> video=false task.scenario_mix=0.0`` (the
+    task's own distribution, as the own-distribution tables of ``robotrl/twin/README.md``).
+    """
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    out: dict = {"num_envs": num_envs, "episodes": episodes, "eval_seeds": list(eval_seeds),
+                 "protocol": "robotrl eval ... video=false task.scenario_mix=0.0, deterministic actions"}
+
+    def score(ckpt: Path, seed: int) -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, "-m", "robotrl.cli", "eval", f"checkpoint={ckpt}", f"num_envs={num_envs}",
+                   f"episodes={episodes}", "video=false", f"seed={seed}", f"out_dir={tmp}", "task.scenario_mix=0.0"]
+            subprocess.run(cmd, check=True, capture_output=True, text=True)
+            with open(Path(tmp) / "eval_train.json") as f:
+                return float(json.load(f)["success_rate"])
+
+    for run in runs:
+        ckpts = sorted(Path(run, "checkpoints").glob("ckpt_*.safetensors"))
+        if not ckpts:
+            raise SystemExit(f"snapshot_spread: no ckpt_*.safetensors under {run}/checkpoints")
+        parent = Path(run).parent.name
+        label = f"{parent}_{Path(run).name}" if parent.endswith("_retrain") else Path(run).name
+        snaps = [score(c, eval_seeds[0]) for c in ckpts]
+        seeds = [snaps[-1]] + [score(ckpts[-1], s) for s in eval_seeds[1:]]
+        print(f"{label}: snapshots {snaps}, last checkpoint over seeds {seeds}", flush=True)
+        out[f"{label}_checkpoints"] = [c.stem for c in ckpts]
+        out[f"{label}_snapshot_success"] = snaps
+        out[f"{label}_snapshot_success_range_points"] = round(100 * (max(snaps) - min(snaps)), 1)
+        out[f"{label}_snapshot_success_sd_points"] = round(100 * float(np.std(snaps, ddof=1)), 1)
+        out[f"{label}_last_success_by_eval_seed"] = seeds
+        out[f"{label}_eval_seed_sd_points"] = round(100 * float(np.std(seeds, ddof=1)), 1)
+    return out
