@@ -273,7 +273,7 @@ def snapshot_spread(runs: list[str], eval_seeds: tuple[int, ...] = (1, 2, 3), nu
                    f"episodes={episodes}", "video=false", f"seed={seed}", f"out_dir={tmp}", "task.scenario_mix=0.0"]
             subprocess.run(cmd, check=True, capture_output=True, text=True)
             with open(Path(tmp) / "eval_train.json") as f:
-                return float(json.load(f)["success_rate"])
+                return float(json.load(f)["success"])
 
     for run in runs:
         ckpts = sorted(Path(run, "checkpoints").glob("ckpt_*.safetensors"))
