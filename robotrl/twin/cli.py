@@ -182,7 +182,8 @@ def _mine(args: dict[str, str]) -> int:
                      weighting=args.get("weighting", "learnability")).save(out)
         for r in result.regions:
             log.info("%s (failure rate %.2f over %d scenarios)", r.summary, r.failure_rate, r.samples)
-        log.info("wrote %s: train with task.scenarios=%s task.scenario_mix=0.5", out, out)
+        log.info("wrote %s: train with task.scenarios=%s task.scenario_mix=0.25 (robotrl/twin/README.md: a quarter "
+                 "of the resets kept more of the default distribution than half did)", out, out)
     samples = out.with_suffix(".samples.json")
     samples.write_text(json.dumps({"task": evaluator.task_name, "params": [p.name for p in evaluator.params],
                                    "x": result.samples.tolist(), "success": result.success.astype(int).tolist(),

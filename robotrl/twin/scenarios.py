@@ -5,7 +5,7 @@ range, and the sampling, ``uniform`` or ``choice`` over integers). A scenario fi
 holds the task name, those declarations and a list of regions: boxes over some of the
 parameters with the failure rate measured there and a readable summary.
 
-With ``task.scenarios=<file> task.scenario_mix=0.5`` a task draws, for that fraction of the
+With ``task.scenarios=<file> task.scenario_mix=0.25`` a task draws, for that fraction of the
 worlds it resets, a region and the region's parameters uniformly inside its box; the other
 parameters keep the task's own draw. The file's ``weighting`` says how a region is picked:
 
