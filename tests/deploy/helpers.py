@@ -203,8 +203,16 @@ class DdsRobotPeer:
         pub.publish(msg)
         self.latched.append(pub)
 
-    def arm(self) -> None:
-        """Send an arm request."""
+    def arm(self, timeout: float = 30.0) -> None:
+        """Send one arm request, once the node's arm subscription has matched.
+
+        A one-shot RELIABLE, VOLATILE message published before discovery has matched its reader is
+        lost (``ros2 topic pub --once`` waits for a match for the same reason); on a loaded machine the
+        /robotrl/arm endpoints can match later than the sensor topics that already flow.
+        """
+        end = time.monotonic() + timeout
+        while self.pub_arm.matched() == 0 and time.monotonic() < end:
+            time.sleep(0.01)
         self.pub_arm.publish(self.msgs.Bool(data=True))
 
     def latest(self) -> dict:
