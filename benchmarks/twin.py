@@ -138,7 +138,7 @@ from twin_planted import (  # noqa: E402
     PLANT_STAGES,
     planted_rows,
 )
-from twin_planted_width import snapshot_spread, width_repeats, width_retrain, width_rows  # noqa: E402
+from twin_planted_width import RETRAIN_MIX, snapshot_spread, width_repeats, width_retrain, width_rows  # noqa: E402
 from twin_sim2sim import (  # noqa: E402
     sim2sim_passive_rows,
     sim2sim_policy_rows,
@@ -309,12 +309,13 @@ def main():
         if unknown:
             raise SystemExit(f"planted_width_retrain: unknown option(s) {sorted(unknown)}; "
                              "valid: seed=, extra_s=, mix=")
-        seed, mix = int(opts.get("seed", 0)), float(opts.get("mix", 0.5))
+        seed, mix = int(opts.get("seed", 0)), float(opts.get("mix", RETRAIN_MIX))
         ret = width_retrain(sys.argv[2], seed=seed, extra_s=int(opts.get("extra_s", 480)), mix=mix)
         for k, v in ret.items():
             print(f"{k:45s} {v}")
         ret["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
-        _merge("planted_width_retrain" + (f"_seed{seed}" if seed else "") + (f"_mix{mix:g}" if mix != 0.5 else ""), ret)
+        suffix = (f"_seed{seed}" if seed else "") + (f"_mix{mix:g}" if mix != RETRAIN_MIX else "")
+        _merge("planted_width_retrain" + suffix, ret)
 
     if mode == "snapshot_spread":
         # python benchmarks/twin.py snapshot_spread runs/a,runs/b_retrain/control [seeds=1,2,3] [section=S]

@@ -271,7 +271,10 @@ def snapshot_spread(runs: list[str], eval_seeds: tuple[int, ...] = (1, 2, 3), nu
         with tempfile.TemporaryDirectory() as tmp:
             cmd = [sys.executable, "-m", "robotrl.cli", "eval", f"checkpoint={ckpt}", f"num_envs={num_envs}",
                    f"episodes={episodes}", "video=false", f"seed={seed}", f"out_dir={tmp}", "task.scenario_mix=0.0"]
-            subprocess.run(cmd, check=True, capture_output=True, text=True)
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"snapshot_spread: {' '.join(cmd)} exited {done.returncode}:\n"
+                                   f"{(done.stdout + done.stderr)[-3000:]}")
             with open(Path(tmp) / "eval_train.json") as f:
                 return float(json.load(f)["success"])
 
