@@ -211,7 +211,9 @@ class DdsRobotPeer:
         /robotrl/arm endpoints can match later than the sensor topics that already flow.
         """
         end = time.monotonic() + timeout
-        while self.pub_arm.matched() == 0 and time.monotonic() < end:
+        while self.pub_arm.matched() == 0:
+            if time.monotonic() > end:
+                raise AssertionError(f"/robotrl/arm matched no subscriber within {timeout}s: is the node up?")
             time.sleep(0.01)
         self.pub_arm.publish(self.msgs.Bool(data=True))
 
