@@ -8,7 +8,8 @@ import os
 
 import numpy as np
 
-from robotrl.twin.mine import mine, region_coverage
+from robotrl.twin.mine import mine
+from robotrl.twin.regions import region_coverage
 from robotrl.twin.scenarios import ScenarioParam
 
 SYN_PARAMS = [ScenarioParam("thickness", 0.005, 0.05, unit="m"), ScenarioParam("mass", 0.1, 1.0, unit="kg"),
@@ -34,7 +35,7 @@ def narrowed_failure_prob(x):
 
 def narrowed_rows(budgets=(256, 512, 1024), seeds=range(5), baselines=("uniform", "reference", "complement"),
                   min_leafs=(8, 16)):
-    from robotrl.twin.mine import failure_coverage, inside_regions
+    from robotrl.twin.regions import failure_coverage, inside_regions
 
     rng = np.random.default_rng(99)
     hx = np.column_stack([p.low + rng.random(20000) * (p.high - p.low) for p in NARROWED_PARAMS])
@@ -100,7 +101,7 @@ def validate_rows(budgets=(512, 1024), seeds=range(10), min_leafs=(8, 16), share
     """
     import sys
 
-    from robotrl.twin.mine import failure_coverage, inside_regions
+    from robotrl.twin.regions import failure_coverage, inside_regions
 
     rng = np.random.default_rng(99)
     hx = np.column_stack([p.low + rng.random(20000) * (p.high - p.low) for p in NARROWED_PARAMS])
@@ -162,7 +163,7 @@ def refine_rows(seeds=range(10), refines=(0.0, 0.25)):
     stand-in (a failure rate rising gradually below friction 1.0; coverage of its failures, baseline reference)."""
     import sys
 
-    from robotrl.twin.mine import failure_coverage, inside_regions
+    from robotrl.twin.regions import failure_coverage, inside_regions
 
     rng = np.random.default_rng(99)
     hx = np.column_stack([p.low + rng.random(20000) * (p.high - p.low) for p in NARROWED_PARAMS])

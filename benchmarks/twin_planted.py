@@ -113,7 +113,7 @@ def heldout_metrics(x, fail, regions, params, box=("friction", PLANTED_FRICTION)
 
     ``box``: the planted box, ``(parameter, upper bound)``: the scenarios with that column of ``x`` below it.
     """
-    from robotrl.twin.mine import failure_coverage, inside_regions
+    from robotrl.twin.regions import failure_coverage, inside_regions
 
     planted = x[:, [p.name for p in params].index(box[0])] < box[1]
     background = float(fail[~planted].mean())
@@ -159,7 +159,7 @@ def mining_figures(name, res):
 
 def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
     from robotrl.twin.evaluate import ScenarioEvaluator
-    from robotrl.twin.mine import _from_unit, inside_regions
+    from robotrl.twin.regions import from_unit, inside_regions
     from robotrl.twin.scenarios import ScenarioFile
 
     narrow = PLANT_DIR / "narrow"
@@ -179,7 +179,7 @@ def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
     elif stage == "heldout":
         # uniform over the space, labelled by the narrow policy: the empirical failure region
         ev = ScenarioEvaluator(narrow, MINE_PARAMS, worlds=128, seed=3)
-        x = _from_unit(np.random.default_rng(123).random((n_heldout, len(MINE_PARAMS))), ev.params)
+        x = from_unit(np.random.default_rng(123).random((n_heldout, len(MINE_PARAMS))), ev.params)
         fail = ~ev(x)
         np.savez(PLANT_DIR / "heldout.npz", x=x, fail=fail)
         planted = x[:, 0] < PLANTED_FRICTION
@@ -201,7 +201,7 @@ def _run_stage(stage, state, train_s, extra_s, budget, n_heldout, n_eval):
         mined = ScenarioFile.load(files["miner"])
         draws = mined.sample(n_eval, torch.Generator().manual_seed(7), weighting="failure_rate")
         x_in = np.stack([draws[n].numpy() for n in MINE_PARAMS], 1)
-        pool = _from_unit(np.random.default_rng(8).random((4 * n_eval, len(MINE_PARAMS))), mined.params)
+        pool = from_unit(np.random.default_rng(8).random((4 * n_eval, len(MINE_PARAMS))), mined.params)
         x_out = pool[~inside_regions(pool, mined.regions, mined.params)][:n_eval]
         res_state = state.setdefault("eval", {})
         res_state.update({"eval_scenarios_in_mined": len(x_in), "eval_scenarios_elsewhere": len(x_out)})

@@ -22,7 +22,7 @@ So a noise region is dropped, and a true region near the ``min_failure_rate`` ed
 dropped for a few unlucky draws. Its ``failure_rate`` and ``samples`` are then the fresh
 draws', an unbiased estimate instead of the tree's optimistic one.
 
-``validate_rule`` says how the fresh draws are spent and read. ``even`` (above): split evenly among
+``validate_rule`` says how the fresh draws are spent and read (``retest.py``). ``even`` (above): split evenly among
 the regions, the lenient test. ``sequential``: spent in four rounds on the regions not yet settled
 (a region is settled once its fresh draws' Wilson interval lies wholly above ``min_failure_rate``
 and the background, or wholly below either), so a region failing 90% of the time is settled by
@@ -60,12 +60,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robotrl.twin.regions import (
+    BackgroundFn,
+    EvaluateFn,
+    from_unit,
+    inside_regions,
+    to_unit,
+    wilson_lower,
+)
+from robotrl.twin.retest import retest_even, retest_sequential
 from robotrl.twin.scenarios import Region, ScenarioParam, summarize
 
 log = logging.getLogger(__name__)
-
-EvaluateFn = Callable[[np.ndarray], np.ndarray]
-
 
 @dataclass
 class MiningResult:
@@ -80,34 +86,6 @@ class MiningResult:
     regions: list[Region]
     background: float = float("nan")
     baseline: str = "uniform"
-
-
-def _to_unit(x: np.ndarray, params: list[ScenarioParam]) -> np.ndarray:
-    lo, hi = np.array([p.low for p in params]), np.array([p.high for p in params])
-    return (x - lo) / (hi - lo)
-
-
-def _from_unit(u: np.ndarray, params: list[ScenarioParam]) -> np.ndarray:
-    lo, hi = np.array([p.low for p in params]), np.array([p.high for p in params])
-    x = lo + u * (hi - lo)
-    choice = np.array([p.kind == "choice" for p in params])
-    x[:, choice] = np.round(x[:, choice])
-    return x
-
-
-def wilson_lower(failures: int, n: int, z: float = 1.96) -> float:
-    """Wilson score lower bound of a failure rate from ``failures`` of ``n`` (0 when ``n`` is 0)."""
-    if n <= 0:
-        return 0.0
-    p, z2 = failures / n, z * z
-    centre = p + z2 / (2 * n)
-    half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return float((centre - half) / (1 + z2 / n))
-
-
-def wilson_upper(failures: int, n: int, z: float = 1.96) -> float:
-    """Wilson score upper bound of a failure rate from ``failures`` of ``n`` (1 when ``n`` is 0)."""
-    return 1.0 - wilson_lower(n - failures, n, z)
 
 
 @dataclass
@@ -162,7 +140,6 @@ def _leaves(node: _Node) -> list[_Node]:
 
 BASELINES = ("uniform", "reference", "complement")
 VALIDATE_RULES = ("even", "sequential")
-BackgroundFn = Callable[[np.ndarray], float]
 
 
 def _reference_mask(u: np.ndarray, reference: dict[str, list[float]], params: list[ScenarioParam]) -> np.ndarray:
@@ -170,7 +147,7 @@ def _reference_mask(u: np.ndarray, reference: dict[str, list[float]], params: li
     unknown = sorted(set(reference) - {p.name for p in params})
     if unknown:
         raise ValueError(f"reference box names undeclared parameters {unknown}; declared: {[p.name for p in params]}")
-    return inside_regions(_from_unit(u, params), [Region(bounds=reference, failure_rate=0.0, samples=0)], params)
+    return inside_regions(from_unit(u, params), [Region(bounds=reference, failure_rate=0.0, samples=0)], params)
 
 
 def background_fn(fail: np.ndarray, uniform: np.ndarray, baseline: str = "uniform",
@@ -239,7 +216,7 @@ def extract_regions(samples: np.ndarray, success: np.ndarray, params: list[Scena
         z: one-sided normal quantile of the Wilson lower bound (0: the observed rate must exceed background).
 
     """
-    u = np.clip(_to_unit(samples, params), 0.0, 1.0)
+    u = np.clip(to_unit(samples, params), 0.0, 1.0)
     fail = ~np.asarray(success, dtype=bool)
     if background is None:
         background = float(fail.mean()) if fail.size else 0.0
@@ -351,177 +328,23 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
                 lo, hi = boxes[b]
                 u[focused - n_confirm + j] = lo + (hi - lo) * rng.random(D)
             uniform[:focused] = False
-        success = np.asarray(evaluate(_from_unit(u, params)), dtype=bool)
+        success = np.asarray(evaluate(from_unit(u, params)), dtype=bool)
         us.append(u)
         ok.append(success)
         drawn_uniform.append(uniform)
         log.info("mining round %d: %d samples, failure rate %.2f", r, n, 1.0 - success.mean())
     u_all = np.concatenate(us)
-    samples = _from_unit(u_all, params)
+    samples = from_unit(u_all, params)
     success = np.concatenate(ok)
     uniform = np.concatenate(drawn_uniform)
     ref = _reference_mask(u_all, reference, params) if baseline == "reference" and reference else None
     rate_fn, background = background_fn(~success, uniform, baseline, ref)
     regions = extract_regions(samples, success, params, depth, min_leaf, min_failure_rate, rate_fn, z)
     if held_back and regions:
-        check = _validate if validate_rule == "even" else _validate_sequential
+        check = retest_even if validate_rule == "even" else retest_sequential
         fresh_u, fresh_ok, regions = check(evaluate, regions, params, u_all, held_back, rng, rate_fn,
                                            min_failure_rate, z)
-        samples = np.concatenate([samples, _from_unit(fresh_u, params)])
+        samples = np.concatenate([samples, from_unit(fresh_u, params)])
         success = np.concatenate([success, fresh_ok])
     log.info("background failure rate (%s) %.3f; %d regions", baseline, background, len(regions))
     return MiningResult(samples=samples, success=success, regions=regions, background=background, baseline=baseline)
-
-
-def _unit_boxes(regions: list[Region], params: list[ScenarioParam]) -> tuple[np.ndarray, np.ndarray]:
-    """The regions' boxes in the unit cube: lower and upper corners, ``(R, D)`` each."""
-    edges = np.asarray([[r.bounds.get(p.name, [p.low, p.high]) for p in params] for r in regions], dtype=float)
-    lo, hi = (_to_unit(edges[:, :, k], params).clip(0.0, 1.0) for k in (0, 1))
-    return lo, hi
-
-
-def _validate(evaluate: EvaluateFn, regions: list[Region], params: list[ScenarioParam], u_search: np.ndarray,
-              n: int, rng: np.random.Generator, background: BackgroundFn, min_failure_rate: float,
-              z: float) -> tuple[np.ndarray, np.ndarray, list[Region]]:
-    """Re-test ``regions`` on ``n`` fresh uniform draws split evenly among their boxes (module docstring).
-
-    Returns:
-        the draws ``(n, D)`` (unit cube), their success ``(n,)``, and the regions that pass on the
-        fresh draws alone, each with the fresh failure rate and draw count.
-
-    """
-    box_lo, box_hi = _unit_boxes(regions, params)
-    if n // len(regions) < 10:
-        log.warning("validating %d regions with %d fresh draws (%d each): too few to pass the test; raise the "
-                    "budget or lower validate", len(regions), n, n // len(regions))
-    owner = np.arange(n) % len(regions)
-    lo, hi = box_lo[owner], box_hi[owner]
-    u = lo + (hi - lo) * rng.random((n, len(params)))
-    ok = np.asarray(evaluate(_from_unit(u, params)), dtype=bool)
-    x_search = _from_unit(u_search, params)
-    kept = []
-    for j, r in enumerate(regions):
-        own = owner == j
-        m, k = int(own.sum()), int((~ok[own]).sum())
-        in_box = inside_regions(x_search, [r], params)
-        passed = m > 0 and wilson_lower(k, m, z) > background(in_box) and wilson_upper(k, m, z) >= min_failure_rate
-        kept += _verdict(r, k, m, passed)
-    return u, ok, kept
-
-
-def _validate_sequential(evaluate: EvaluateFn, regions: list[Region], params: list[ScenarioParam],
-                         u_search: np.ndarray, n: int, rng: np.random.Generator, background: BackgroundFn,
-                         min_failure_rate: float, z: float, rounds: int = 4) -> tuple[np.ndarray, np.ndarray,
-                                                                                      list[Region]]:
-    """Re-test ``regions`` on ``n`` fresh uniform draws, spent in ``rounds`` on the unsettled ones (module docstring).
-
-    Returns:
-        the draws ``(n', D)`` (unit cube, ``n' <= n``: draws left when every region is settled are not
-        spent), their success ``(n',)``, and the regions that pass, each with its fresh failure rate and
-        draw count.
-
-    """
-    box_lo, box_hi = _unit_boxes(regions, params)
-    x_search = _from_unit(u_search, params)
-    bg = np.array([background(inside_regions(x_search, [r], params)) for r in regions])  # (R,)
-    drawn, failed = np.zeros(len(regions), dtype=int), np.zeros(len(regions), dtype=int)
-    us, oks = [], []
-    left = n
-    for r in range(rounds):
-        open_ = [j for j in range(len(regions)) if not _settled(int(failed[j]), int(drawn[j]), bg[j],
-                                                                   min_failure_rate, z)]
-        if not open_ or left <= 0:
-            break
-        spend = left if r == rounds - 1 else min(left, max(n // rounds, len(open_)))
-        owner = np.asarray(open_)[np.arange(spend) % len(open_)]
-        u = box_lo[owner] + (box_hi[owner] - box_lo[owner]) * rng.random((spend, len(params)))
-        ok = np.asarray(evaluate(_from_unit(u, params)), dtype=bool)
-        np.add.at(drawn, owner, 1)
-        np.add.at(failed, owner, (~ok).astype(int))
-        us.append(u)
-        oks.append(ok)
-        left -= spend
-    kept = []
-    for j, reg in enumerate(regions):
-        m, k = int(drawn[j]), int(failed[j])
-        passed = m > 0 and k >= min_failure_rate * m and wilson_lower(k, m, z) > bg[j]
-        kept += _verdict(reg, k, m, passed)
-    D = len(params)
-    return (np.concatenate(us) if us else np.zeros((0, D)),
-            np.concatenate(oks) if oks else np.zeros(0, dtype=bool), kept)
-
-
-def _verdict(region: Region, failed: int, drawn: int, passed: bool) -> list[Region]:
-    """Log a re-test's outcome; the region with its fresh rate and count when it passed, else nothing."""
-    log.info("validating %s: %d of %d fresh draws failed (tree: %.2f over %d) -> %s", region.summary, failed, drawn,
-             region.failure_rate, region.samples, "kept" if passed else "dropped")
-    if not passed:
-        return []
-    return [Region(bounds=region.bounds, failure_rate=failed / drawn, samples=drawn, summary=region.summary)]
-
-
-def _settled(failed: int, drawn: int, background: float, min_failure_rate: float, z: float) -> bool:
-    """Whether a region's fresh draws decide it: Wilson interval wholly above both bars, or wholly below one."""
-    if drawn == 0:
-        return False
-    lo, hi = wilson_lower(failed, drawn, z), wilson_upper(failed, drawn, z)
-    return (lo >= min_failure_rate and lo > background) or hi < min_failure_rate or hi <= background
-
-
-def region_coverage(regions: list[Region], planted: dict[str, list[float]], params: list[ScenarioParam],
-                    n: int = 200_000, seed: int = 0) -> tuple[float, int]:
-    """Monte-Carlo ``(fraction of the planted box's volume the regions cover, number of false regions)``.
-
-    A region is false when less than half of its own volume lies inside the planted box.
-    """
-    rng = np.random.default_rng(seed)
-    x = _from_unit(rng.random((n, len(params))), params) if not any(p.kind == "choice" for p in params) else \
-        np.array([p.low for p in params]) + rng.random((n, len(params))) * np.array([p.high - p.low for p in params])
-
-    def inside(bounds: dict[str, list[float]]) -> np.ndarray:
-        m = np.ones(n, dtype=bool)
-        for i, p in enumerate(params):
-            if p.name in bounds:
-                lo, hi = bounds[p.name]
-                m &= (x[:, i] >= lo) & (x[:, i] <= hi)
-        return m
-
-    target = inside(planted)
-    union = np.zeros(n, dtype=bool)
-    false = 0
-    for r in regions:
-        m = inside(r.bounds)
-        union |= m
-        if m.sum() == 0 or (m & target).sum() < 0.5 * m.sum():
-            false += 1
-    return float((union & target).sum() / max(target.sum(), 1)), false
-
-
-def inside_regions(x: np.ndarray, regions: list[Region], params: list[ScenarioParam]) -> np.ndarray:
-    """``(N,)`` whether each scenario of ``x`` ``(N, D)`` (parameter units, columns as ``params``) is in a region."""
-    names = [p.name for p in params]
-    m = np.zeros(len(x), dtype=bool)
-    for r in regions:
-        inn = np.ones(len(x), dtype=bool)
-        for name, (lo, hi) in r.bounds.items():
-            col = x[:, names.index(name)]
-            inn &= (col >= lo) & (col <= hi)
-        m |= inn
-    return m
-
-
-def failure_coverage(inside: np.ndarray, fail: np.ndarray, target: np.ndarray | None = None,
-                     background: float = 0.0) -> float:
-    """Fraction of a failure region's volume that mined regions cover, from labelled uniform scenarios.
-
-    With scenarios drawn uniformly and labelled by the policy (``fail`` ``(N,)``), the failures
-    inside ``target`` ``(N,)`` (default: everywhere) estimate the failure region there, each
-    point weighted by its failure probability; ``inside`` ``(N,)`` marks the scenarios in the
-    mined regions. ``background`` (a failure rate) is subtracted from every label first, so
-    only the failures in excess of it count: the part of the region a weakness adds.
-    Returns ``sum((fail - background)[target & inside]) / sum((fail - background)[target])``.
-    """
-    w = np.asarray(fail, dtype=float) - background
-    t = np.ones(len(w), dtype=bool) if target is None else np.asarray(target, dtype=bool)
-    total = w[t].sum()
-    return float(w[t & np.asarray(inside, dtype=bool)].sum() / total) if total > 0 else float("nan")

@@ -9,17 +9,11 @@ import torch
 from robotrl.twin.mine import (
     _leaves,
     _tree,
-    _validate,
-    _validate_sequential,
     background_fn,
     extract_regions,
-    failure_coverage,
-    inside_regions,
     mine,
-    region_coverage,
-    wilson_lower,
-    wilson_upper,
 )
+from robotrl.twin.regions import inside_regions, region_coverage
 from robotrl.twin.scenarios import Region, ScenarioFile, ScenarioParam
 
 PARAMS = [ScenarioParam("thickness", 0.005, 0.05, unit="m"), ScenarioParam("mass", 0.1, 1.0, unit="kg"),
@@ -65,33 +59,9 @@ def test_scenario_file_round_trip_and_sampling_stays_in_boxes(tmp_path):
         ScenarioFile.load(tmp_path / "bad.yaml")
 
 
-def test_failure_coverage_weights_points_by_failure_and_subtracts_background():
-    region = Region(bounds={"friction": [0.3, 0.6]}, failure_rate=1.0, samples=10)
-    x = np.array([[0.01, 0.5, 0.4], [0.01, 0.5, 0.5], [0.01, 0.5, 0.8], [0.01, 0.5, 0.9], [0.01, 0.5, 1.1]])
-    fail = np.array([True, True, True, False, True])
-    inside = inside_regions(x, [region], PARAMS)
-    assert inside.tolist() == [True, True, False, False, False]
-    assert failure_coverage(inside, fail) == pytest.approx(2 / 4)
-    target = x[:, 2] < 1.0  # the last scenario is outside the target band
-    assert failure_coverage(inside, fail, target) == pytest.approx(2 / 3)
-    # background 0.5: weights +0.5 for failures, -0.5 for successes -> (0.5 + 0.5) / (1.5 - 0.5)
-    assert failure_coverage(inside, fail, target, background=0.5) == pytest.approx(1.0)
-    assert np.isnan(failure_coverage(inside, np.zeros(5, dtype=bool)))
 
 
-def test_wilson_lower_bound_matches_hand_worked_values():
-    # 8 of 13, z 1.96: (p + z2/2n - z sqrt(p(1-p)/n + z2/4n2)) / (1 + z2/n) = (0.76314 - 0.30295) / 1.29551
-    assert wilson_lower(8, 13, 1.96) == pytest.approx(0.35522, abs=1e-4)
-    assert wilson_lower(8, 13, 0.0) == pytest.approx(8 / 13)  # no discount at z 0
-    assert wilson_lower(26, 26, 1.645) == pytest.approx(26 / (26 + 1.645**2))  # all failed: n / (n + z2)
-    assert wilson_lower(0, 0) == 0.0
 
-
-def test_wilson_upper_bound_matches_hand_worked_values():
-    # 8 of 13: 1 - lower(5 of 13); p 5/13, centre 0.53237, half 0.30295, lower 0.22942 / 1.29551 = 0.17709
-    assert wilson_upper(8, 13, 1.96) == pytest.approx(0.82291, abs=1e-4)
-    assert wilson_upper(0, 26, 1.645) == pytest.approx(1.645**2 / (26 + 1.645**2))  # none failed: z2 / (n + z2)
-    assert wilson_upper(0, 0) == 1.0
 
 
 UNIT = [ScenarioParam("a", 0.0, 1.0), ScenarioParam("b", 0.0, 1.0)]
@@ -271,30 +241,8 @@ def test_validation_keeps_a_stable_region_with_its_fresh_rate():
     assert len(result.samples) == 750
 
 
-def _two_regions():
-    """A region failing 95% of the time (thin tools) and one failing 42% (thick), a constant 5% background."""
-    regions = [Region(bounds={"thickness": [0.005, 0.02]}, failure_rate=1.0, samples=30, summary="thin"),
-               Region(bounds={"thickness": [0.035, 0.05]}, failure_rate=0.6, samples=30, summary="thick")]
-    noise = np.random.default_rng(5)
-
-    def policy(x: np.ndarray) -> np.ndarray:
-        r = noise.random(len(x))
-        return ~(((x[:, 0] <= 0.02) & (r < 0.95)) | ((x[:, 0] >= 0.035) & (r < 0.42)))
-
-    return regions, policy
 
 
-def test_sequential_validation_settles_a_clear_region_early_and_drops_one_failing_below_half():
-    regions, policy = _two_regions()
-    args = (PARAMS, np.zeros((0, 3)), 200, np.random.default_rng(0), lambda mask: 0.05, 0.5, 1.96)
-    u, ok, kept = _validate_sequential(policy, regions, *args)
-    assert [r.summary for r in kept] == ["thin"]
-    thin_draws = int((u[:, 0] * 0.045 + 0.005 <= 0.02).sum())
-    assert thin_draws <= 25 and len(u) == 200  # settled in the first round; the rest re-test the thick region
-    assert kept[0].samples == thin_draws and kept[0].failure_rate > 0.8
-    # the even split keeps the 42% region: 100 draws leave its Wilson upper bound above 0.5
-    regions, policy = _two_regions()
-    assert [r.summary for r in _validate(policy, regions, *args)[2]] == ["thin", "thick"]
 
 
 def test_sequential_validation_keeps_a_region_whose_fresh_rate_reaches_half():
