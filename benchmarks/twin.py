@@ -139,6 +139,7 @@ from twin_planted import (  # noqa: E402
     planted_rows,
 )
 from twin_planted_width import RETRAIN_MIX, snapshot_spread, width_repeats, width_retrain, width_rows  # noqa: E402
+from twin_select import width_select  # noqa: E402
 from twin_sim2sim import (  # noqa: E402
     sim2sim_passive_rows,
     sim2sim_policy_rows,
@@ -316,6 +317,19 @@ def main():
         ret["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
         suffix = (f"_seed{seed}" if seed else "") + (f"_mix{mix:g}" if mix != RETRAIN_MIX else "")
         _merge("planted_width_retrain" + suffix, ret)
+
+    if mode == "planted_width_select":
+        # python benchmarks/twin.py planted_width_select runs/drv55_seed4 [seed=0] [mix=0.25] [every=6]
+        opts = dict(a.split("=", 1) for a in sys.argv[3:])
+        unknown = set(opts) - {"seed", "mix", "every"}
+        if unknown:
+            raise SystemExit(f"planted_width_select: unknown option(s) {sorted(unknown)}; valid: seed=, mix=, every=")
+        seed, mix = int(opts.get("seed", 0)), float(opts.get("mix", RETRAIN_MIX))
+        sel = width_select(sys.argv[2], seed=seed, mix=mix, every=int(opts.get("every", 6)))
+        for k, v in sel.items():
+            print(f"{k:45s} {v}")
+        sel["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
+        _merge(f"planted_width_select_seed{seed}_mix{mix:g}", sel)
 
     if mode == "snapshot_spread":
         # python benchmarks/twin.py snapshot_spread runs/a,runs/b_retrain/control [seeds=1,2,3] [section=S]

@@ -80,7 +80,7 @@ def _heldout(path: Path, n_heldout: int) -> tuple[np.ndarray, np.ndarray]:
     import json
 
     from robotrl.twin.evaluate import ScenarioEvaluator
-    from robotrl.twin.mine import _from_unit
+    from robotrl.twin.regions import from_unit
 
     ckpt = json.loads((path / "checkpoints" / "latest.json").read_text())["name"]
     cache = path / f"twin_width_heldout_{n_heldout}_{ckpt}.npz"
@@ -88,7 +88,7 @@ def _heldout(path: Path, n_heldout: int) -> tuple[np.ndarray, np.ndarray]:
         data = np.load(cache)
         return data["x"], data["fail"]
     held = ScenarioEvaluator(path, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=3)
-    x = _from_unit(np.random.default_rng(123).random((n_heldout, len(WIDTH_PARAMS))), held.params)
+    x = from_unit(np.random.default_rng(123).random((n_heldout, len(WIDTH_PARAMS))), held.params)
     fail = ~held(x)
     np.savez(cache, x=x, fail=fail)
     return x, fail
@@ -175,11 +175,10 @@ def width_retrain(run: str, seed: int = 0, train_s: int = 600, extra_s: int = 48
     """
     import shutil
 
-    import torch
     from twin_planted import _train, _trained_s
 
     from robotrl.twin.evaluate import ScenarioEvaluator
-    from robotrl.twin.mine import _from_unit, inside_regions, mine
+    from robotrl.twin.mine import mine
     from robotrl.twin.scenarios import ScenarioFile
 
     path, work = Path(run), Path(f"{run}_retrain")
@@ -221,12 +220,7 @@ def width_retrain(run: str, seed: int = 0, train_s: int = 600, extra_s: int = 48
         t0 = time.time()
         _train(arm_run, train_s + extra_s, ["resume=true", *extra], base=base)
         out[f"{arm}_retrain_wall_s"] = round(time.time() - t0, 1)
-    draws = mined.sample(n_eval, torch.Generator().manual_seed(7), weighting="failure_rate")
-    x_in = np.stack([draws[n].numpy() for n in WIDTH_PARAMS], 1)
-    nan = np.isnan(x_in)  # a region leaving a parameter free: uniform over its declared range
-    x_in[nan] = _from_unit(np.random.default_rng(9).random(x_in.shape), mined.params)[nan]
-    pool = _from_unit(np.random.default_rng(8).random((4 * n_eval, len(WIDTH_PARAMS))), mined.params)
-    x_out = pool[~inside_regions(pool, mined.regions, mined.params)][:n_eval]
+    x_in, x_out = test_sets(mined, n_eval)
     out.update({"eval_scenarios_in_mined": len(x_in), "eval_scenarios_elsewhere": len(x_out)})
     for name, policy in (("narrow", path), ("mined", work / mined_dir), ("control", work / "control")):
         e = ScenarioEvaluator(policy, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=2)
@@ -238,6 +232,24 @@ def width_retrain(run: str, seed: int = 0, train_s: int = 600, extra_s: int = 48
             out[f"{name}_gain_{where}_points"] = round(
                 out[f"{name}_success_{where}_pct"] - out[f"narrow_success_{where}_pct"], 1)
     return out
+
+
+def test_sets(mined, n_eval: int) -> tuple[np.ndarray, np.ndarray]:
+    """The retraining report's scenarios: ``n_eval`` from the mined regions, ``n_eval`` uniform outside them.
+
+    In the regions: picked by failure rate, a parameter a region leaves free uniform over its declared
+    range. Fixed generators (7, 8, 9), so every policy and every report gets the same scenarios.
+    """
+    import torch
+
+    from robotrl.twin.regions import from_unit, inside_regions
+
+    draws = mined.sample(n_eval, torch.Generator().manual_seed(7), weighting="failure_rate")
+    x_in = np.stack([draws[n].numpy() for n in WIDTH_PARAMS], 1)
+    nan = np.isnan(x_in)
+    x_in[nan] = from_unit(np.random.default_rng(9).random(x_in.shape), mined.params)[nan]
+    pool = from_unit(np.random.default_rng(8).random((4 * n_eval, len(WIDTH_PARAMS))), mined.params)
+    return x_in, pool[~inside_regions(pool, mined.regions, mined.params)][:n_eval]
 
 
 def _coverage(x: np.ndarray, fail: np.ndarray, regions: list, params: list) -> dict:

@@ -38,6 +38,8 @@ class TrainConfig:
             iteration that spends it (0: none). 600 s gives each task's best CPU result in about
             10 minutes; set it higher on a bigger machine.
         save_interval: iterations between checkpoints.
+        keep_checkpoints: the newest checkpoints a run keeps (0: all of them, e.g. for ``robotrl twin
+            select`` to choose among a retraining's checkpoints afterwards).
         resume: continue from the newest checkpoint in ``run_dir``.
         run_dir: output directory; empty means ``runs/<task>/<timestamp>``.
         progress: show the rich progress bar.
@@ -69,6 +71,7 @@ class TrainConfig:
     max_iterations: int = 1_000_000
     max_time_s: float = 600.0
     save_interval: int = 25
+    keep_checkpoints: int = 5
     resume: bool = False
     run_dir: str = ""
     progress: bool = True

@@ -94,6 +94,8 @@ class Runner(abc.ABC):
     algo: Algorithm
 
     def __init__(self, cfg: Any, run_dir: str | Path, config_yaml: str = "") -> None:
+        if getattr(cfg, "keep_checkpoints", 0) < 0:
+            raise ValueError(f"keep_checkpoints must be >= 0 (0 keeps every checkpoint), got {cfg.keep_checkpoints}.")
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.config_yaml = config_yaml or OmegaConf.to_yaml(OmegaConf.structured(cfg))
@@ -211,7 +213,8 @@ class Runner(abc.ABC):
     def save(self) -> Path:
         """Atomically write a checkpoint of the current iteration."""
         tensors = {**self.algo.state_tensors(), **self.extra_tensors(), **self.rng_tensors(), **self.task_tensors()}
-        return save_checkpoint(self.run_dir / "checkpoints", self.iteration, tensors, self.meta())
+        return save_checkpoint(self.run_dir / "checkpoints", self.iteration, tensors, self.meta(),
+                               keep=getattr(self.cfg, "keep_checkpoints", 5))
 
     def restore(self) -> bool:
         """Continue from the newest checkpoint in ``run_dir``; False if there is none.

@@ -56,12 +56,14 @@ def _write_json(path: Path, obj: dict[str, Any]) -> None:
 def save_checkpoint(
     ckpt_dir: str | os.PathLike, iteration: int, tensors: dict[str, torch.Tensor], meta: dict[str, Any], keep: int = 5
 ) -> Path:
-    """Write ``ckpt_<iteration>`` (tensors + meta) atomically; keep the newest ``keep``.
+    """Write ``ckpt_<iteration>`` (tensors + meta) atomically; keep the newest ``keep`` (0: all).
 
     Returns:
         Path of the ``.safetensors`` file.
 
     """
+    if keep < 0:
+        raise ValueError(f"keep must be >= 0 (0 keeps every checkpoint), got {keep}.")
     ckpt_dir = Path(ckpt_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     name = f"ckpt_{iteration:06d}"

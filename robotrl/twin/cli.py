@@ -1,4 +1,4 @@
-"""``robotrl twin <report|calibrate|mine|triage>``: key=value arguments.
+"""``robotrl twin <report|calibrate|mine|select|triage>``: key=value arguments.
 
 robotrl twin report bags=<dir> task=humanoid [robot=<profile>] [physics=<yaml>] [engines=mujoco,pybullet]
 [out=twin_report]
@@ -28,6 +28,13 @@ scenario file (regions with summaries; training picks its regions by ``weighting
 failure_rate) and <out>.samples.json (every scenario and its success). ``workers=N`` runs each round's chunks of
 ``worlds`` scenarios as Ray tasks (Ray on 127.0.0.1, or the cluster at ``address``, ``threads`` each), with the
 same answers as in process (``robotrl.twin.evaluate``).
+robotrl twin select start=<run or ckpt> run=<retrained run> scenarios=<mined.yaml> [episodes=256] [every=1]
+[tolerance=0.02] [seed=11] [worlds=128] [out=<run>/select.json] [task.<field>=<value> ...]
+after a retraining with the mined scenarios (resume=true from start, keep_checkpoints=0): scores the start
+and every ``every``-th later checkpoint on ``episodes`` fresh draws from the file's regions (``task.`` overrides:
+e.g. the track bank the miner used) and on the task's own distribution, and chooses the one with the highest
+success in the regions whose own-distribution success is within ``tolerance`` of the start's (the start if
+none is): the checkpoint to evaluate, export and deploy (robotrl/twin/select.py).
 robotrl twin triage bags=<dir> policy=<export/policy.onnx|run dir> task=humanoid [robot=<profile>]
 [out=twin_triage]
 failed episodes replayed closed loop in the twin: reproduced -> policy weakness (a scenario file
@@ -45,14 +52,16 @@ log = logging.getLogger(__name__)
 
 # per command: the keys it needs, then every key it reads (``mine`` also takes ``task.<field>`` overrides)
 _REQUIRED = {"report": ("bags",), "calibrate": ("bags",), "mine": ("checkpoint", "budget"),
-             "triage": ("bags", "policy")}
+             "select": ("start", "run", "scenarios"), "triage": ("bags", "policy")}
 _KNOWN = {
     "report": ("bags", "task", "robot", "physics", "engines", "out"),
     "calibrate": ("bags", "task", "robot", "params", "delays", "segment", "starts", "out"),
     "mine": ("checkpoint", "budget", "params", "rounds", "worlds", "seed", "uniform", "weighting", "baseline",
              "reference", "min_leaf", "validate", "validate_rule", "refine", "workers", "address", "threads", "out"),
+    "select": ("start", "run", "scenarios", "episodes", "every", "tolerance", "seed", "worlds", "out"),
     "triage": ("bags", "policy", "task", "robot", "out"),
 }
+_TASK_OVERRIDES = ("mine", "select")  # commands that take task.<field>=<value>
 
 
 def _usage(cmd: str) -> str:
@@ -70,9 +79,9 @@ def _args(cmd: str, argv: list[str]) -> dict[str, str]:
         if "=" not in a:
             raise SystemExit(f"robotrl twin {cmd}: expected key=value, got {a!r}.\n{_usage(cmd)}")
         k, v = a.split("=", 1)
-        if k not in _KNOWN[cmd] and not (cmd == "mine" and k.startswith("task.")):
+        if k not in _KNOWN[cmd] and not (cmd in _TASK_OVERRIDES and k.startswith("task.")):
             raise SystemExit(f"robotrl twin {cmd}: unknown argument {k!r}; it takes {', '.join(_KNOWN[cmd])}"
-                             + (" and task.<field>=<value>" if cmd == "mine" else "") + f".\n{_usage(cmd)}")
+                             + (" and task.<field>=<value>" if cmd in _TASK_OVERRIDES else "") + f".\n{_usage(cmd)}")
         out[k] = v
     missing = [k for k in _REQUIRED[cmd] if not out.get(k)]
     if missing:
@@ -83,7 +92,7 @@ def _args(cmd: str, argv: list[str]) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``robotrl twin``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in ("report", "calibrate", "mine", "triage"):
+    if not argv or argv[0] not in _KNOWN:
         sys.stderr.write(__doc__ or "")
         return 2
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -93,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         return _mine(args)
     if cmd == "triage":
         return _triage(args)
+    if cmd == "select":
+        return _select(args)
     from robotrl.twin.episode import load_episodes
     from robotrl.twin.physics import Physics, load_physics
     from robotrl.twin.replay import Twin
@@ -190,6 +201,25 @@ def _mine(args: dict[str, str]) -> int:
                                    "background_failure_rate": result.background,
                                    "baseline": result.baseline, "reference": reference,
                                    "regions": [r.summary for r in result.regions]}))
+    return 0
+
+
+def _select(args: dict[str, str]) -> int:
+    from pathlib import Path
+
+    from robotrl.twin.select import select_checkpoint
+
+    overrides = {k.removeprefix("task."): _value(v) for k, v in args.items() if k.startswith("task.")}
+    sel = select_checkpoint(args["start"], args["run"], args["scenarios"], overrides=overrides,
+                            episodes=int(args.get("episodes", 256)), every=int(args.get("every", 1)),
+                            tolerance=float(args.get("tolerance", 0.02)), seed=int(args.get("seed", 11)),
+                            worlds=int(args.get("worlds", 128)))
+    out = sel.save(args.get("out") or Path(args["run"]) / "select.json")
+    log.info("%-28s %12s %12s", "checkpoint", "in regions", "own")
+    for i, (ckpt, a, b) in enumerate(zip(sel.checkpoints, sel.in_regions, sel.own, strict=True)):
+        mark = " <- chosen" if i == sel.chosen else (" (start)" if i == 0 else "")
+        log.info("%-28s %12.3f %12.3f%s", Path(ckpt).name, a, b, mark)
+    log.info("wrote %s; evaluate or export the chosen one: robotrl eval checkpoint=%s", out, sel.checkpoint)
     return 0
 
 

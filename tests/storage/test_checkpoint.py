@@ -50,6 +50,15 @@ def test_latest_pointer_and_retention(tmp_path):
     assert json.loads((tmp_path / "latest.json").read_text()) == {"name": "ckpt_000007"}
 
 
+def test_keep_zero_retains_every_checkpoint_and_negative_keep_is_an_error(tmp_path):
+    for it in range(1, 8):
+        save_checkpoint(tmp_path, it, {"x": torch.tensor([float(it)])}, {}, keep=0)
+    assert len(list(tmp_path.glob("ckpt_*.safetensors"))) == 7
+    with pytest.raises(ValueError, match="keep must be >= 0"):
+        save_checkpoint(tmp_path, 8, {"x": torch.tensor([8.0])}, {}, keep=-1)
+    assert len(list(tmp_path.glob("ckpt_*.safetensors"))) == 7  # nothing written or deleted
+
+
 def test_loading_never_unpickles(tmp_path):
     # A pickle disguised as a checkpoint is rejected by safetensors, not executed.
     import pickle

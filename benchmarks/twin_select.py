@@ -1,0 +1,77 @@
+"""Twin benchmark: the width-plant retraining with its checkpoint chosen on validation draws.
+
+``python benchmarks/twin.py planted_width_select runs/drv55_seed4 seed=4 [mix=0.25]``, after
+``planted_width_retrain`` mined that run (``<run>_retrain/mined.yaml``).
+
+1. the mined arm's retraining again (``<run>_retrain/select_mix<mix>``: a copy of the narrow run,
+   ``resume=true task.scenarios=mined.yaml task.scenario_mix=<mix>``, as long as ``planted_width_retrain``'s),
+   now with ``keep_checkpoints=0``;
+2. ``robotrl.twin.select.select_checkpoint``: the narrow start and every ``every``-th later checkpoint
+   scored on 256 validation draws from the mined regions and 256 from the own distribution (seed 11,
+   which the report below does not use), and the rule of that module (2 points of tolerance);
+3. the report: the narrow policy, this retraining's last checkpoint and its chosen one, on
+   ``planted_width_retrain``'s test scenarios (``twin_planted_width.test_sets``, env seed 2) and on 384
+   draws of the own distribution (env seed 2).
+"""
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+from twin_planted_width import BANK, RETRAIN_MIX, WIDTH_PARAMS, test_sets
+
+SELECT_SEED = 11  # validation draws and env seed; the report uses 7/8/9 (test_sets) and env seed 2
+
+
+def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int = 480, every: int = 6,
+                 n_eval: int = 384) -> dict:
+    """Retrain with every checkpoint kept, choose one on validation draws, report it (module docstring)."""
+    from twin_planted import _train, _trained_s
+
+    from robotrl.storage.checkpoint import resolve
+    from robotrl.twin.evaluate import ScenarioEvaluator
+    from robotrl.twin.scenarios import ScenarioFile
+    from robotrl.twin.select import select_checkpoint
+
+    path, work = Path(run), Path(f"{run}_retrain")
+    mined_file = work / "mined.yaml"
+    if not mined_file.is_file():
+        raise SystemExit(f"planted_width_select: no {mined_file}; run planted_width_retrain {run} seed={seed} first")
+    train_s = max(600, round(_trained_s(path)))
+    arm = work / f"select_mix{mix:g}"
+    base = ["task=driving", f"seed={seed}", "progress=false", "tensorboard=false", "eval_at_end=false"]
+    out: dict = {"run": str(path), "train_seed": seed, "scenario_mix": mix, "retrain_extra_s": extra_s,
+                 "select_every": every, "select_seed": SELECT_SEED, "select_tolerance_points": 2.0,
+                 "select_episodes_per_distribution": 256, "arm": str(arm)}
+    if _trained_s(arm) < train_s + extra_s:
+        if arm.exists():
+            shutil.rmtree(arm)  # an interrupted retraining starts again from the narrow run
+        shutil.copytree(path, arm)
+        t0 = time.time()
+        _train(arm, train_s + extra_s, ["resume=true", f"task.scenarios={mined_file.resolve()}",
+                                        f"task.scenario_mix={mix}", "keep_checkpoints=0"], base=base)
+        out["retrain_wall_s"] = round(time.time() - t0, 1)
+    t0 = time.time()
+    sel = select_checkpoint(path, arm, mined_file, overrides=BANK, episodes=256, every=every, tolerance=0.02,
+                            seed=SELECT_SEED)
+    sel.save(arm / "select.json")
+    out["select_wall_s"] = round(time.time() - t0, 1)
+    out.update({"select_iterations": sel.iterations, "select_val_in_regions": sel.in_regions,
+                "select_val_own": sel.own, "chosen_iteration": sel.iterations[sel.chosen],
+                "chosen_is_start": sel.chosen == 0})
+    mined = ScenarioFile.load(mined_file)
+    x_in, x_out = test_sets(mined, n_eval)
+    x_own = np.full((n_eval, 1), np.nan, dtype=np.float32)
+    for name, ckpt in (("narrow", resolve(str(path))), ("last", resolve(str(arm))), ("chosen", Path(sel.checkpoint))):
+        e = ScenarioEvaluator(ckpt, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=2)
+        out[f"{name}_checkpoint"] = str(ckpt)
+        out[f"{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
+        out[f"{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)
+        own = ScenarioEvaluator(ckpt, WIDTH_PARAMS[:1], worlds=128, seed=2)
+        out[f"{name}_success_own_distribution_pct"] = round(100 * float(own(x_own).mean()), 1)
+    for name in ("last", "chosen"):
+        for where in ("in_mined_regions", "elsewhere", "own_distribution"):
+            out[f"{name}_gain_{where}_points"] = round(
+                out[f"{name}_success_{where}_pct"] - out[f"narrow_success_{where}_pct"], 1)
+    return out

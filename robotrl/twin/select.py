@@ -1,0 +1,149 @@
+"""Choose the checkpoint of a retraining that best keeps both distributions (``robotrl twin select``).
+
+Retraining a policy with mined scenarios (``resume=true task.scenarios=<file> task.scenario_mix=0.25``)
+does not improve it monotonically: on the driving width plant the continued PPO run drifted by up to
+20 points of success on the task's own distribution within 8 minutes, with or without the mined
+scenarios (``robotrl/twin/README.md``). A retraining that keeps every checkpoint
+(``keep_checkpoints=0``) can be scored afterwards on fresh validation draws, and the one to deploy
+chosen by a rule fixed in advance:
+
+- each candidate (every ``every``-th checkpoint after the start, and the last one) and the start
+  itself are scored on ``episodes`` draws from the scenario file's regions (the file's regions picked
+  by failure rate, parameters the regions leave free keep the task's own draw) and on ``episodes``
+  draws of the task's own distribution (no scenario mixed in), the same draws for every candidate;
+- **rule**: among the candidates whose own-distribution success is at least the start's minus
+  ``tolerance``, the one with the highest success in the regions; if none qualifies, the start
+  (the retraining is not shipped).
+
+The validation draws must not be the ones a benchmark then reports: pass another ``seed``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Selection:
+    """The scores of every candidate and the one the rule chose (module docstring).
+
+    ``checkpoints[i]`` scored ``in_regions[i]`` and ``own[i]`` (success rates in [0, 1]); index 0 is
+    the start. ``chosen`` indexes ``checkpoints``; ``chosen == 0`` means no candidate qualified.
+    """
+
+    checkpoints: list[str]
+    iterations: list[int]
+    in_regions: list[float]
+    own: list[float]
+    chosen: int
+    tolerance: float
+    episodes: int
+    seed: int
+    rule: str = ("the highest success in the regions among candidates whose own-distribution success is at least "
+                 "the start's minus tolerance; the start if none")
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def checkpoint(self) -> str:
+        """The chosen checkpoint's ``.safetensors`` path."""
+        return self.checkpoints[self.chosen]
+
+    def save(self, path: str | Path) -> Path:
+        """Write the scores and the choice as JSON; returns ``path``."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({**asdict(self), "checkpoint": self.checkpoint}, indent=1))
+        return path
+
+
+def candidates(run: str | Path, start_iteration: int, every: int = 1) -> list[Path]:
+    """Every ``every``-th checkpoint of ``run`` after ``start_iteration``, always with the newest.
+
+    Raises:
+        FileNotFoundError: ``run`` kept no checkpoint after the start (naming ``keep_checkpoints=0``).
+        ValueError: ``every`` < 1.
+
+    """
+    if every < 1:
+        raise ValueError(f"every must be >= 1 (score every n-th checkpoint), got {every}.")
+    found = sorted(Path(run, "checkpoints").glob("ckpt_*.safetensors"))
+    after = [p for p in found if int(p.stem.split("_")[1]) > start_iteration]
+    if not after:
+        raise FileNotFoundError(f"{run} has no checkpoint after iteration {start_iteration} (the start): retrain it "
+                                "with resume=true, and keep_checkpoints=0 to choose among all of them.")
+    picked = after[every - 1::every]
+    return picked if picked and picked[-1] == after[-1] else [*picked, after[-1]]
+
+
+def choose(in_regions: list[float], own: list[float], tolerance: float) -> int:
+    """Index chosen by the module's rule; index 0 is the start. Ties go to the earlier checkpoint."""
+    floor = own[0] - tolerance
+    ok = [i for i in range(1, len(own)) if own[i] >= floor]
+    return max(ok, key=lambda i: (in_regions[i], -i)) if ok else 0
+
+
+def select_checkpoint(start: str | Path, run: str | Path, scenarios: str | Path,
+                      overrides: dict[str, Any] | None = None, episodes: int = 256, every: int = 1,
+                      tolerance: float = 0.02, seed: int = 11, worlds: int = 128,
+                      own_overrides: dict[str, Any] | None = None) -> Selection:
+    """Score the start and ``run``'s later checkpoints, and choose one (module docstring).
+
+    Args:
+        start: the checkpoint the retraining resumed from (run dir or ``ckpt_*.safetensors``).
+        run: the retraining's run dir.
+        scenarios: the scenario file it trained with.
+        overrides: task fields for the draws in the regions (a widened track bank); the own-distribution
+            draws use each checkpoint's own task config.
+        episodes: draws per distribution and candidate.
+        every: score every n-th checkpoint after the start (and the last).
+        tolerance: the own-distribution success a candidate may lose against the start (0.02: 2 points).
+        seed: seeds the draws and the env (use one the final report does not).
+        worlds: worlds per batch.
+        own_overrides: task fields for the own-distribution draws (default: none, the checkpoint's config).
+
+    """
+    from tqdm import tqdm
+
+    from robotrl.storage.checkpoint import load_checkpoint, resolve
+    from robotrl.twin.evaluate import ScenarioEvaluator
+    from robotrl.twin.scenarios import ScenarioFile
+
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}.")
+    start_ckpt = resolve(str(start))
+    start_iteration = int(load_checkpoint(start_ckpt)[1]["iteration"])
+    ckpts = [start_ckpt, *candidates(run, start_iteration, every)]
+    mined = ScenarioFile.load(scenarios)
+    names = [p.name for p in mined.params]
+    draws = mined.sample(episodes, torch.Generator().manual_seed(seed), weighting="failure_rate")
+    x_in = np.stack([draws[n].numpy() for n in names], 1)  # NaN: the task's own draw
+    x_own = np.full((episodes, 1), np.nan, dtype=np.float32)
+    in_regions, own, iterations = [], [], []
+    for ckpt in tqdm(ckpts, desc="scoring checkpoints", unit="ckpt"):
+        ev = ScenarioEvaluator(ckpt, names, overrides=overrides, worlds=worlds, seed=seed)
+        if ev.task_name != mined.task:
+            raise ValueError(f"{scenarios} is for task {mined.task!r}, {ckpt} for {ev.task_name!r}.")
+        in_regions.append(float(ev(x_in).mean()))
+        ev = ScenarioEvaluator(ckpt, names[:1], overrides=own_overrides, worlds=worlds, seed=seed)
+        own.append(float(ev(x_own).mean()))
+        iterations.append(int(ckpt.stem.split("_")[1]))
+        log.info("%s: success %.3f in the regions, %.3f on the own distribution", ckpt.name, in_regions[-1], own[-1])
+    chosen = choose(in_regions, own, tolerance)
+    sel = Selection([str(c) for c in ckpts], iterations, in_regions, own, chosen, tolerance, episodes, seed,
+                    overrides=dict(overrides or {}))
+    if chosen == 0:
+        log.warning("no checkpoint of %s kept the own-distribution success within %.0f points of the start (%.3f); "
+                    "the start stays the policy to deploy", run, 100 * tolerance, own[0])
+    else:
+        log.info("chose %s: %.3f in the regions (start %.3f), %.3f on the own distribution (start %.3f)",
+                 ckpts[chosen].name, in_regions[chosen], in_regions[0], own[chosen], own[0])
+    return sel

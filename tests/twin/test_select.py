@@ -1,0 +1,101 @@
+"""``robotrl twin select``: the rule on hand-made scores, the candidates, and a real retraining's checkpoints."""
+
+import json
+
+import pytest
+
+from robotrl.twin.select import candidates, choose
+
+
+def test_choose_takes_the_best_in_regions_among_those_within_tolerance_of_the_start():
+    # start own 0.80, tolerance 0.02 -> floor 0.78: candidate 1 (best in the regions) lost 5 points, out
+    in_regions = [0.10, 0.50, 0.30, 0.20]
+    own = [0.80, 0.75, 0.79, 0.85]
+    assert choose(in_regions, own, 0.02) == 2
+    assert choose(in_regions, own, 0.06) == 1  # a looser tolerance lets candidate 1 in
+
+
+def test_choose_keeps_the_start_when_every_candidate_lost_the_own_distribution():
+    assert choose([0.1, 0.9, 0.8], [0.9, 0.7, 0.6], 0.02) == 0
+
+
+def test_choose_breaks_ties_towards_the_earlier_checkpoint():
+    assert choose([0.1, 0.4, 0.4], [0.8, 0.8, 0.8], 0.0) == 1
+
+
+def _fake_run(tmp_path, iterations):
+    ckpts = tmp_path / "run" / "checkpoints"
+    ckpts.mkdir(parents=True)
+    for i in iterations:
+        (ckpts / f"ckpt_{i:06d}.safetensors").write_bytes(b"")
+    return tmp_path / "run"
+
+
+def test_candidates_are_every_nth_after_the_start_and_always_the_newest(tmp_path):
+    run = _fake_run(tmp_path, [90, 100, 110, 120, 130, 140, 150])
+    assert [p.stem for p in candidates(run, 100, 2)] == ["ckpt_000120", "ckpt_000140", "ckpt_000150"]
+    assert [p.stem for p in candidates(run, 100, 1)][0] == "ckpt_000110"
+    assert [p.stem for p in candidates(run, 100, 10)] == ["ckpt_000150"]
+
+
+def test_candidates_without_a_checkpoint_after_the_start_name_keep_checkpoints(tmp_path):
+    run = _fake_run(tmp_path, [90, 100])
+    with pytest.raises(FileNotFoundError, match="keep_checkpoints=0"):
+        candidates(run, 100)
+    with pytest.raises(ValueError, match="every must be >= 1"):
+        candidates(run, 0, 0)
+
+
+@pytest.fixture(scope="module")
+def kept_run(tmp_path_factory):
+    """A humanoid run of 3 iterations that kept every checkpoint (keep_checkpoints=0, save_interval=1)."""
+    from robotrl.cli import main
+
+    run = tmp_path_factory.mktemp("select") / "run"
+    assert main(["train", "task=humanoid", f"run_dir={run}", "max_iterations=3", "save_interval=1",
+                 "keep_checkpoints=0", "sim.num_envs=4", "sim.nthread=1", "algo.num_steps=8", "progress=false",
+                 "tensorboard=false", "eval_at_end=false", "max_time_s=0"]) == 0
+    return run
+
+
+def test_keep_checkpoints_zero_keeps_every_checkpoint(kept_run):
+    assert sorted(p.stem for p in (kept_run / "checkpoints").glob("ckpt_*.safetensors")) == [
+        "ckpt_000001", "ckpt_000002", "ckpt_000003"]
+
+
+# 10-step episodes: standing still is tracked (success), 1.4-1.5 m/s cannot be reached (failure)
+SHORT = {"episode_length_s": 0.15, "randomize": False, "init_noise": 0.0}
+
+
+def _standing_file(tmp_path):
+    from robotrl.tasks.humanoid.task import HumanoidTask
+
+    from robotrl.twin.scenarios import Region, ScenarioFile
+
+    params = [p for p in HumanoidTask.scenario_params if p.name == "cmd_vx"]
+    region = Region({"cmd_vx": [0.0, 0.05]}, failure_rate=0.9, samples=20)
+    return ScenarioFile("humanoid", params, [region]).save(tmp_path / "mined.yaml")
+
+
+def test_select_scores_start_and_later_checkpoints_and_applies_the_rule(kept_run, tmp_path):
+    from robotrl.twin.select import select_checkpoint
+
+    start = kept_run / "checkpoints" / "ckpt_000001.safetensors"
+    own = {**SHORT, "cmd_vx": [1.4, 1.5]}  # the own distribution: commands no policy here reaches
+    sel = select_checkpoint(start, kept_run, _standing_file(tmp_path), overrides=SHORT, episodes=8, worlds=8,
+                            own_overrides=own)
+    assert sel.iterations == [1, 2, 3]
+    assert sel.in_regions == [1.0, 1.0, 1.0] and sel.own == [0.0, 0.0, 0.0]
+    assert sel.chosen == 1  # all within tolerance and tied in the regions: the earliest after the start
+    strict = select_checkpoint(start, kept_run, _standing_file(tmp_path), overrides=SHORT, episodes=8, worlds=8,
+                               own_overrides=own, tolerance=-0.01)  # must beat the start's own success
+    assert strict.chosen == 0 and strict.checkpoint == str(start)
+    saved = json.loads(sel.save(tmp_path / "select.json").read_text())
+    assert saved["checkpoint"].endswith("ckpt_000002.safetensors")
+
+
+def test_select_cli_rejects_an_unknown_argument_naming_the_valid_ones(capsys):
+    from robotrl.cli import main
+
+    with pytest.raises(SystemExit, match="unknown argument 'budget'.*start, run, scenarios"):
+        main(["twin", "select", "start=a", "run=b", "scenarios=c", "budget=3"])
