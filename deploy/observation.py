@@ -59,6 +59,15 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+from robotrl.deploy.geometry import (
+    Route,
+    finite,
+    quat_rotate_inverse_wxyz,
+    scan_at,
+    wrap_angle,
+    wxyz_from_ros,
+    yaw_from_wxyz,
+)
 from robotrl.deploy.kinematics import Kinematics, box_distance, box_keypoints
 from robotrl.deploy.profile import RobotProfile
 
@@ -80,136 +89,6 @@ STATIC_NEEDS = {**{k: ("route",) for k in ROUTE_SOURCES}, "object_keypoints_rel_
 # periodic inputs (watched for staleness), in a stable order; route, goal_pose and object_box are static
 PERIODIC = ("joint_states", "imu", "odom", "scan", "object_pose")
 STATIC = ("route", "goal_pose", "object_box")
-
-
-def quat_rotate_inverse_wxyz(q_wxyz: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate world vector ``v`` (3,) into the frame of unit quaternion ``q`` (w, x, y, z).
-
-    Same convention and name as ``robotrl.rotations.quat_rotate_inverse_wxyz`` (MuJoCo's
-    order). ROS messages carry (x, y, z, w); ``wxyz_from_ros`` converts at the boundary.
-    """
-    w, x, y, z = (float(c) for c in q_wxyz)
-    vx, vy, vz = (float(c) for c in v)
-    a = 2.0 * w * w - 1.0
-    dot2 = 2.0 * (x * vx + y * vy + z * vz)
-    cx, cy, cz = y * vz - z * vy, z * vx - x * vz, x * vy - y * vx  # u x v
-    return np.array([vx * a - cx * 2.0 * w + x * dot2, vy * a - cy * 2.0 * w + y * dot2,
-                     vz * a - cz * 2.0 * w + z * dot2])
-
-
-def wxyz_from_ros(q: Any) -> np.ndarray:
-    """``(4,)`` (w, x, y, z) from a ROS ``geometry_msgs/Quaternion`` (fields x, y, z, w)."""
-    return np.array([q.w, q.x, q.y, q.z], dtype=np.float64)
-
-
-def wrap_angle(x: float) -> float:
-    """Angle wrapped to ``[-pi, pi)`` (as ``robotrl.tasks.driving.route.wrap_angle``)."""
-    return (x + math.pi) % (2 * math.pi) - math.pi
-
-
-def yaw_from_wxyz(q: np.ndarray) -> float:
-    """Heading about world z of quaternion ``q`` (w, x, y, z)."""
-    w, x, y, z = (float(c) for c in q)
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-
-
-class Route:
-    """A closed route (road centreline) and the car's projection onto it.
-
-    The numpy twin of ``robotrl.tasks.driving.route.TrackBank`` for one track: the nearest
-    centreline point is searched in a window (``-8 .. +24`` points) around the previous one,
-    so the projection cannot jump to a nearby stretch of road further along; the first
-    projection, or one whose nearest point is more than two half-widths away, searches every point.
-
-    Args:
-        center: ``(M, 2)`` centreline points, evenly spaced in arc length, in the odometry frame.
-        heading: ``(M,)`` driving direction at each point (rad).
-        half_width: ``(M,)`` road half-width at each point (m).
-
-    Attributes:
-        length: lap length (closed polyline), m. spacing: ``length / M``. idx: last nearest index.
-
-    Raises:
-        ValueError: for fewer than 3 points, non-finite values or a half-width <= 0.
-
-    """
-
-    WINDOW = (-8, 24)
-
-    def __init__(self, center: np.ndarray, heading: np.ndarray, half_width: np.ndarray) -> None:
-        center = np.asarray(center, dtype=np.float64).reshape(-1, 2)
-        heading = np.asarray(heading, dtype=np.float64).reshape(-1)
-        half_width = np.asarray(half_width, dtype=np.float64).reshape(-1)
-        if len(center) < 3 or len(heading) != len(center) or len(half_width) != len(center):
-            raise ValueError(f"a route needs >= 3 points with one heading and half-width each; got {len(center)}.")
-        if not _finite(center, heading, half_width) or np.any(half_width <= 0):
-            raise ValueError("a route needs finite points and headings and half-widths > 0.")
-        self.center, self.heading, self.half_width = center, heading, half_width
-        self.tangent = np.stack([np.cos(heading), np.sin(heading)], axis=1)
-        self.normal = np.stack([-self.tangent[:, 1], self.tangent[:, 0]], axis=1)
-        chords = np.linalg.norm(np.diff(np.vstack([center, center[:1]]), axis=0), axis=1)
-        self.length = float(chords.sum())
-        self.m = len(center)
-        self.spacing = self.length / self.m
-        self.s = np.arange(self.m) * self.spacing
-        self.idx: int | None = None
-
-    @classmethod
-    def from_path(cls, msg: Any) -> Route:
-        """From a ``nav_msgs/Path``: position x, y = centre, yaw = heading, position.z = half-width."""
-        poses = [p.pose for p in msg.poses]
-        center = np.array([[p.position.x, p.position.y] for p in poses], dtype=np.float64).reshape(-1, 2)
-        heading = np.array([yaw_from_wxyz(wxyz_from_ros(p.orientation)) for p in poses])
-        return cls(center, heading, np.array([p.position.z for p in poses], dtype=np.float64))
-
-    def project(self, pos: np.ndarray) -> tuple[float, float, float, float]:
-        """``(s, lateral, heading, half_width)`` of position ``pos`` ``(2,)``; updates ``idx``."""
-        pos = np.asarray(pos, dtype=np.float64)[:2]
-        best = self._nearest(pos, self.idx)
-        if self.idx is not None and float(np.linalg.norm(pos - self.center[best])) > 2 * self.half_width[best]:
-            best = self._nearest(pos, None)  # lost (or relocated): search the whole route
-        self.idx = best
-        rel = pos - self.center[best]
-        along = float(np.clip(rel @ self.tangent[best], -self.spacing, self.spacing))
-        s = (self.s[best] + along) % self.length
-        return s, float(rel @ self.normal[best]), float(self.heading[best]), float(self.half_width[best])
-
-    def _nearest(self, pos: np.ndarray, idx: int | None) -> int:
-        if idx is None:
-            cand = np.arange(self.m)
-        else:
-            cand = (idx + np.arange(self.WINDOW[0], self.WINDOW[1] + 1)) % self.m
-        d2 = ((self.center[cand] - pos) ** 2).sum(1)
-        return int(cand[int(np.argmin(d2))])
-
-    def point_at(self, s: np.ndarray) -> np.ndarray:
-        """Centreline points ``(K, 2)`` at arc lengths ``s`` ``(K,)`` (linear between points, wrapping)."""
-        u = np.remainder(s, self.length) / self.spacing
-        i0 = np.clip(np.floor(u).astype(np.int64), 0, self.m - 1)
-        i1 = (i0 + 1) % self.m
-        frac = (u - i0)[:, None]
-        return (1 - frac) * self.center[i0] + frac * self.center[i1]
-
-
-def scan_at(msg: Any, angles: np.ndarray, max_range: float) -> np.ndarray:
-    """Ranges ``(R,)`` of LaserScan ``msg`` at ``angles`` (nearest beam), clipped to ``max_range``.
-
-    REP 117: ``+inf``, NaN, and readings outside ``[range_min, range_max]`` are no return (read
-    ``max_range``); ``-inf`` is an object too close to measure (reads 0).
-    """
-    ranges = np.asarray(msg.ranges, dtype=np.float64)
-    if len(ranges) == 1 or msg.angle_increment == 0:
-        idx = np.zeros(len(angles), dtype=np.int64)
-    else:
-        idx = np.clip(np.rint((angles - msg.angle_min) / msg.angle_increment), 0, len(ranges) - 1).astype(np.int64)
-    r = ranges[idx]
-    out = np.where(np.isneginf(r), 0.0, r)
-    miss = ~np.isfinite(out) | (out > msg.range_max) | ((out < msg.range_min) & ~np.isneginf(r))
-    return np.minimum(np.where(miss, max_range, out), max_range)
-
-
-def _finite(*values: Any) -> bool:
-    return all(all(map(math.isfinite, np.ravel(v).tolist() if isinstance(v, np.ndarray) else v)) for v in values)
 
 
 class RobotState:
@@ -285,7 +164,7 @@ class RobotState:
         index = {n: i for i, n in enumerate(names)}
         if any(n not in index for n in self.policy_joints):
             return self._reject("joint_states", "missing_joint")
-        if not _finite(pos, vel, msg.effort):
+        if not finite(pos, vel, msg.effort):
             return self._reject("joint_states", "nan")
         order = [index[n] for n in self.policy_joints]
         p = np.asarray(pos, dtype=np.float64)[order]
@@ -302,7 +181,7 @@ class RobotState:
         """Validate and apply an Imu message."""
         q = wxyz_from_ros(msg.orientation)
         w = np.array([msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z])
-        if not _finite(q, w):
+        if not finite(q, w):
             return self._reject("imu", "nan")
         norm = float(np.linalg.norm(q))
         if abs(norm - 1.0) > self.limits.input_quat_norm_tol or np.any(np.abs(w) > self.limits.input_max_ang_vel):
@@ -319,7 +198,7 @@ class RobotState:
         v, w = msg.twist.twist.linear, msg.twist.twist.angular
         pos, lin = np.array([p.x, p.y, p.z]), np.array([v.x, v.y, v.z])
         quat, ang = wxyz_from_ros(msg.pose.pose.orientation), np.array([w.x, w.y, w.z])
-        if not _finite(pos, lin, quat, ang):
+        if not finite(pos, lin, quat, ang):
             return self._reject("odom", "nan")
         if np.any(np.abs(lin) > self.limits.input_max_lin_vel) or np.any(np.abs(ang) > self.limits.input_max_ang_vel):
             return self._reject("odom", "out_of_range")
@@ -336,7 +215,7 @@ class RobotState:
     def ingest_scan(self, msg: Any, now: float) -> bool:
         """Validate and keep a LaserScan (its ranges may hold inf/NaN: no return, REP 117)."""
         params = (msg.angle_min, msg.angle_max, msg.angle_increment, msg.range_min, msg.range_max)
-        if not len(msg.ranges) or not _finite(params):
+        if not len(msg.ranges) or not finite(params):
             return self._reject("scan", "nan" if len(msg.ranges) else "wrong_length")
         if msg.range_max <= 0 or (len(msg.ranges) > 1 and msg.angle_increment == 0):
             return self._reject("scan", "out_of_range")
@@ -361,7 +240,7 @@ class RobotState:
         """Validated ``(position, unit quaternion w, x, y, z)`` of a PoseStamped, or None (counted)."""
         p, q = msg.pose.position, wxyz_from_ros(msg.pose.orientation)
         pos = np.array([p.x, p.y, p.z], dtype=np.float64)
-        if not _finite(pos, q):
+        if not finite(pos, q):
             self._reject(source, "nan")
             return None
         if self.object_frame and msg.header.frame_id != self.object_frame:
@@ -399,7 +278,7 @@ class RobotState:
         box = np.asarray(msg.data, dtype=np.float64)
         if box.shape != (7,):
             return self._reject("object_box", "wrong_length")
-        if not _finite(box):
+        if not finite(box):
             return self._reject("object_box", "nan")
         if np.any(box[3:6] <= 0):
             return self._reject("object_box", "out_of_range")
@@ -416,7 +295,7 @@ class RobotState:
         """Validate and apply a Twist or TwistStamped command."""
         twist = getattr(msg, "twist", msg)
         cmd = np.array([twist.linear.x, twist.angular.z])
-        if not _finite(cmd):
+        if not finite(cmd):
             return self._reject("cmd_vel", "nan")
         self.command = cmd
         self.stamp["cmd_vel"] = now

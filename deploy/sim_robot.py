@@ -63,7 +63,8 @@ from typing import Any
 import numpy as np
 from robotrl.deploy import msgs
 from robotrl.deploy.cli import StopSignals, console_front
-from robotrl.deploy.observation import STATIC, quat_rotate_inverse_wxyz
+from robotrl.deploy.geometry import quat_rotate_inverse_wxyz
+from robotrl.deploy.observation import STATIC
 from robotrl.deploy.params import scenario_param
 from robotrl.deploy.profile import load_profile
 from robotrl.deploy.ros_robot import ROUTE_QOS

@@ -332,7 +332,7 @@ def _route(path: Path, topics: dict[str, list], topic: str) -> np.ndarray | None
     """``(M, 4)`` x, y, heading, half-width of the first route message on ``topic`` (latched), or None."""
     if not topic or not topics.get(topic):
         return None
-    from robotrl.deploy.observation import Route
+    from robotrl.deploy.geometry import Route
 
     try:
         route = Route.from_path(topics[topic][0][1])  # the deploy node's own reading of the message

@@ -88,7 +88,7 @@ def save_profile(profile: Any, path: str | Path) -> Path:
 
 
 def _quat_rotate_inverse(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    from robotrl.deploy.observation import quat_rotate_inverse_wxyz
+    from robotrl.deploy.geometry import quat_rotate_inverse_wxyz
 
     return quat_rotate_inverse_wxyz(q, v)
 

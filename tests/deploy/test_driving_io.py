@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 from robotrl.deploy import msgs
-from robotrl.deploy.observation import RobotState, Route, build_observation, quat_rotate_inverse_wxyz, scan_at
+from robotrl.deploy.geometry import Route, quat_rotate_inverse_wxyz, scan_at
+from robotrl.deploy.observation import RobotState, build_observation
 from robotrl.deploy.profile import load_profile
 from robotrl.deploy.safety import Mode, SafetyChain
 
