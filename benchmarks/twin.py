@@ -139,7 +139,7 @@ from twin_planted import (  # noqa: E402
     planted_rows,
 )
 from twin_planted_width import RETRAIN_MIX, snapshot_spread, width_repeats, width_retrain, width_rows  # noqa: E402
-from twin_select import width_select  # noqa: E402
+from twin_select import width_select, width_soup  # noqa: E402
 from twin_sim2sim import (  # noqa: E402
     sim2sim_passive_rows,
     sim2sim_policy_rows,
@@ -330,6 +330,16 @@ def main():
             print(f"{k:45s} {v}")
         sel["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
         _merge(f"planted_width_select_seed{seed}_mix{mix:g}", sel)
+
+    if mode == "planted_width_soup":
+        # python benchmarks/twin.py planted_width_soup runs/drv55_seed4 seed=4 (after planted_width_select)
+        opts = dict(a.split("=", 1) for a in sys.argv[3:])
+        seed = int(opts.get("seed", 0))
+        soup = width_soup(sys.argv[2])
+        for k, v in soup.items():
+            print(f"{k:45s} {v}")
+        soup["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
+        _merge(f"planted_width_soup_seed{seed}_mix{RETRAIN_MIX:g}", soup)
 
     if mode == "snapshot_spread":
         # python benchmarks/twin.py snapshot_spread runs/a,runs/b_retrain/control [seeds=1,2,3] [section=S]

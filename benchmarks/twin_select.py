@@ -12,6 +12,10 @@
 3. the report: the narrow policy, this retraining's last checkpoint and its chosen one, on
    ``planted_width_retrain``'s test scenarios (``twin_planted_width.test_sets``, env seed 2) and on 384
    draws of the own distribution (env seed 2).
+
+``planted_width_soup`` (after ``planted_width_select``): the second answer, fixed before it was scored:
+``robotrl.twin.select.average_checkpoints`` over every checkpoint of the second half of that retraining
+(iterations past the midpoint between the start and the end), reported on the same test scenarios.
 """
 
 import shutil
@@ -30,7 +34,6 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
     from twin_planted import _train, _trained_s
 
     from robotrl.storage.checkpoint import resolve
-    from robotrl.twin.evaluate import ScenarioEvaluator
     from robotrl.twin.scenarios import ScenarioFile
     from robotrl.twin.select import select_checkpoint
 
@@ -60,18 +63,47 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
     out.update({"select_iterations": sel.iterations, "select_val_in_regions": sel.in_regions,
                 "select_val_own": sel.own, "chosen_iteration": sel.iterations[sel.chosen],
                 "chosen_is_start": sel.chosen == 0})
-    mined = ScenarioFile.load(mined_file)
+    policies = {"narrow": resolve(str(path)), "last": resolve(str(arm)), "chosen": Path(sel.checkpoint)}
+    return _report(out, policies, ScenarioFile.load(mined_file), n_eval)
+
+
+def _report(out: dict, policies: dict, mined, n_eval: int) -> dict:
+    """Each policy's success on the retraining report's scenarios, and its gains over ``policies["narrow"]``."""
+    from robotrl.twin.evaluate import ScenarioEvaluator
+
     x_in, x_out = test_sets(mined, n_eval)
     x_own = np.full((n_eval, 1), np.nan, dtype=np.float32)
-    for name, ckpt in (("narrow", resolve(str(path))), ("last", resolve(str(arm))), ("chosen", Path(sel.checkpoint))):
+    for name, ckpt in policies.items():
         e = ScenarioEvaluator(ckpt, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=2)
         out[f"{name}_checkpoint"] = str(ckpt)
         out[f"{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
         out[f"{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)
         own = ScenarioEvaluator(ckpt, WIDTH_PARAMS[:1], worlds=128, seed=2)
         out[f"{name}_success_own_distribution_pct"] = round(100 * float(own(x_own).mean()), 1)
-    for name in ("last", "chosen"):
+    for name in policies:
+        if name == "narrow":
+            continue
         for where in ("in_mined_regions", "elsewhere", "own_distribution"):
             out[f"{name}_gain_{where}_points"] = round(
                 out[f"{name}_success_{where}_pct"] - out[f"narrow_success_{where}_pct"], 1)
     return out
+
+
+def width_soup(run: str, mix: float = RETRAIN_MIX, n_eval: int = 384) -> dict:
+    """Average the second half of ``planted_width_select``'s retraining, report it beside the narrow policy."""
+    from robotrl.storage.checkpoint import load_checkpoint, resolve
+    from robotrl.twin.scenarios import ScenarioFile
+    from robotrl.twin.select import average_checkpoints
+
+    path, work = Path(run), Path(f"{run}_retrain")
+    arm = work / f"select_mix{mix:g}"
+    if not (arm / "select.json").is_file():
+        raise SystemExit(f"planted_width_soup: no {arm}/select.json; run planted_width_select {run} first")
+    start = int(load_checkpoint(resolve(str(path)))[1]["iteration"])
+    kept = sorted((int(p.stem.split("_")[1]), p) for p in (arm / "checkpoints").glob("ckpt_*.safetensors"))
+    end = kept[-1][0]
+    half = [p for it, p in kept if it > (start + end) / 2]
+    soup = average_checkpoints(half, arm / "soup")
+    out: dict = {"run": str(path), "arm": str(arm), "scenario_mix": mix, "soup_of": len(half),
+                 "soup_iterations": [half[0].stem, half[-1].stem], "start_iteration": start}
+    return _report(out, {"narrow": resolve(str(path)), "soup": soup}, ScenarioFile.load(work / "mined.yaml"), n_eval)

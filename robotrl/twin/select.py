@@ -16,6 +16,10 @@ chosen by a rule fixed in advance:
   (the retraining is not shipped).
 
 The validation draws must not be the ones a benchmark then reports: pass another ``seed``.
+
+``average_checkpoints`` is the other answer to the same drift: a uniform average of the policy weights
+(and observation normalizer) of a run's later checkpoints, as stochastic weight averaging does for
+deep RL (Nikishin et al., 2018), written as one more checkpoint.
 """
 
 from __future__ import annotations
@@ -63,6 +67,36 @@ class Selection:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({**asdict(self), "checkpoint": self.checkpoint}, indent=1))
         return path
+
+
+def average_checkpoints(paths: list[Path], out_dir: str | Path) -> Path:
+    """Average the ``policy.*`` float tensors of ``paths`` (checkpoints of one run) into one checkpoint.
+
+    Every other tensor (optimizer, normalizers of the return, random streams) and the metadata come from
+    the last of ``paths``; the metadata lists what was averaged (``averaged_from``). Written under
+    ``out_dir/checkpoints`` as ``ckpt_<last iteration>``; returns its ``.safetensors`` path.
+
+    Raises:
+        ValueError: no paths, or checkpoints whose policy tensors differ in names or shapes.
+
+    """
+    from robotrl.storage.checkpoint import load_checkpoint, save_checkpoint
+
+    if not paths:
+        raise ValueError("average_checkpoints needs at least one checkpoint.")
+    last, meta = load_checkpoint(paths[-1])
+    keys = sorted(k for k, v in last.items() if k.startswith("policy.") and v.is_floating_point())
+    total = {k: torch.zeros(last[k].shape, dtype=torch.float64) for k in keys}
+    for path in paths:
+        tensors, _ = load_checkpoint(path)
+        mismatch = [k for k in keys if k not in tensors or tensors[k].shape != last[k].shape]
+        if mismatch:
+            raise ValueError(f"{path} does not match {paths[-1]} in {mismatch[:3]}: average checkpoints of one run.")
+        for k in keys:
+            total[k] += tensors[k].double()
+    averaged = {**last, **{k: (total[k] / len(paths)).to(last[k].dtype) for k in keys}}
+    meta = {**meta, "averaged_from": [str(p) for p in paths]}
+    return save_checkpoint(Path(out_dir) / "checkpoints", int(meta["iteration"]), averaged, meta, keep=0)
 
 
 def candidates(run: str | Path, start_iteration: int, every: int = 1) -> list[Path]:

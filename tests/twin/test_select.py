@@ -94,6 +94,33 @@ def test_select_scores_start_and_later_checkpoints_and_applies_the_rule(kept_run
     assert saved["checkpoint"].endswith("ckpt_000002.safetensors")
 
 
+def test_average_checkpoints_is_the_elementwise_mean_of_the_policy_and_loads_as_a_policy(kept_run, tmp_path):
+    import torch
+
+    from robotrl.policies.io import load_policy
+    from robotrl.storage.checkpoint import load_checkpoint
+    from robotrl.twin.select import average_checkpoints
+
+    paths = sorted((kept_run / "checkpoints").glob("ckpt_*.safetensors"))
+    soup = average_checkpoints(paths, tmp_path / "soup")
+    tensors, meta = load_checkpoint(soup)
+    each = [load_checkpoint(p)[0] for p in paths]
+    for key in ("policy.actor.0.weight", "policy.obs_norm.mean", "policy.log_std"):
+        assert torch.allclose(tensors[key], sum(t[key] for t in each) / 3, atol=1e-6)
+    assert not torch.equal(tensors["policy.actor.0.weight"], each[-1]["policy.actor.0.weight"])
+    assert torch.equal(tensors["rng.torch"], each[-1]["rng.torch"])  # the rest is the last checkpoint's
+    assert meta["iteration"] == 3 and len(meta["averaged_from"]) == 3
+    policy, _ = load_policy(soup)
+    assert policy.act_inference(torch.zeros(1, tensors["policy.obs_norm.mean"].numel())).shape[0] == 1
+
+
+def test_average_checkpoints_rejects_an_empty_list():
+    from robotrl.twin.select import average_checkpoints
+
+    with pytest.raises(ValueError, match="at least one"):
+        average_checkpoints([], "unused")
+
+
 def test_select_cli_rejects_an_unknown_argument_naming_the_valid_ones(capsys):
     from robotrl.cli import main
 
