@@ -332,14 +332,17 @@ def main():
         _merge(f"planted_width_select_seed{seed}_mix{mix:g}", sel)
 
     if mode == "planted_width_soup":
-        # python benchmarks/twin.py planted_width_soup runs/drv55_seed4 seed=4 (after planted_width_select)
+        # python benchmarks/twin.py planted_width_soup runs/drv55_seed4 seed=4 mix=0.25 (after planted_width_select)
         opts = dict(a.split("=", 1) for a in sys.argv[3:])
-        seed = int(opts.get("seed", 0))
-        soup = width_soup(sys.argv[2])
+        unknown = set(opts) - {"seed", "mix"}
+        if unknown:
+            raise SystemExit(f"planted_width_soup: unknown option(s) {sorted(unknown)}; valid: seed=, mix=")
+        seed, mix = int(opts.get("seed", 0)), float(opts.get("mix", RETRAIN_MIX))
+        soup = width_soup(sys.argv[2], mix=mix)
         for k, v in soup.items():
             print(f"{k:45s} {v}")
         soup["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
-        _merge(f"planted_width_soup_seed{seed}_mix{RETRAIN_MIX:g}", soup)
+        _merge(f"planted_width_soup_seed{seed}_mix{mix:g}", soup)
 
     if mode == "snapshot_spread":
         # python benchmarks/twin.py snapshot_spread runs/a,runs/b_retrain/control [seeds=1,2,3] [section=S]
