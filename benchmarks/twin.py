@@ -318,31 +318,24 @@ def main():
         suffix = (f"_seed{seed}" if seed else "") + (f"_mix{mix:g}" if mix != RETRAIN_MIX else "")
         _merge("planted_width_retrain" + suffix, ret)
 
-    if mode == "planted_width_select":
+    if mode in ("planted_width_select", "planted_width_soup"):
         # python benchmarks/twin.py planted_width_select runs/drv55_seed4 [seed=0] [mix=0.25] [every=6]
-        opts = dict(a.split("=", 1) for a in sys.argv[3:])
-        unknown = set(opts) - {"seed", "mix", "every"}
-        if unknown:
-            raise SystemExit(f"planted_width_select: unknown option(s) {sorted(unknown)}; valid: seed=, mix=, every=")
-        seed, mix = int(opts.get("seed", 0)), float(opts.get("mix", RETRAIN_MIX))
-        sel = width_select(sys.argv[2], seed=seed, mix=mix, every=int(opts.get("every", 6)))
-        for k, v in sel.items():
-            print(f"{k:45s} {v}")
-        sel["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
-        _merge(f"planted_width_select_seed{seed}_mix{mix:g}", sel)
-
-    if mode == "planted_width_soup":
         # python benchmarks/twin.py planted_width_soup runs/drv55_seed4 seed=4 mix=0.25 (after planted_width_select)
+        valid = {"seed", "mix", "every"} if mode == "planted_width_select" else {"seed", "mix"}
         opts = dict(a.split("=", 1) for a in sys.argv[3:])
-        unknown = set(opts) - {"seed", "mix"}
+        unknown = set(opts) - valid
         if unknown:
-            raise SystemExit(f"planted_width_soup: unknown option(s) {sorted(unknown)}; valid: seed=, mix=")
+            raise SystemExit(f"{mode}: unknown option(s) {sorted(unknown)}; valid: "
+                             + ", ".join(f"{k}=" for k in sorted(valid)))
         seed, mix = int(opts.get("seed", 0)), float(opts.get("mix", RETRAIN_MIX))
-        soup = width_soup(sys.argv[2], mix=mix)
-        for k, v in soup.items():
+        if mode == "planted_width_select":
+            res = width_select(sys.argv[2], seed=seed, mix=mix, every=int(opts.get("every", 6)))
+        else:
+            res = width_soup(sys.argv[2], mix=mix)
+        for k, v in res.items():
             print(f"{k:45s} {v}")
-        soup["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
-        _merge(f"planted_width_soup_seed{seed}_mix{mix:g}", soup)
+        res["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
+        _merge(f"{mode}_seed{seed}_mix{mix:g}", res)
 
     if mode == "snapshot_spread":
         # python benchmarks/twin.py snapshot_spread runs/a,runs/b_retrain/control [seeds=1,2,3] [section=S]
