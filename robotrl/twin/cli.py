@@ -50,7 +50,7 @@ import sys
 log = logging.getLogger(__name__)
 
 
-# per command: the keys it needs, then every key it reads (``mine`` also takes ``task.<field>`` overrides)
+# per command: the keys it needs, then every key it reads (``mine`` and ``select`` also take ``task.<field>``)
 _REQUIRED = {"report": ("bags",), "calibrate": ("bags",), "mine": ("checkpoint", "budget"),
              "select": ("start", "run", "scenarios"), "triage": ("bags", "policy")}
 _KNOWN = {
