@@ -29,12 +29,13 @@ failure_rate) and <out>.samples.json (every scenario and its success). ``workers
 ``worlds`` scenarios as Ray tasks (Ray on 127.0.0.1, or the cluster at ``address``, ``threads`` each), with the
 same answers as in process (``robotrl.twin.evaluate``).
 robotrl twin select start=<run or ckpt> run=<retrained run> scenarios=<mined.yaml> [episodes=256] [every=1]
-[tolerance=0.02] [seed=11] [worlds=128] [out=<run>/select.json] [task.<field>=<value> ...]
+[tolerance=0.02] [seed=11] [worlds=128] [within_s=<s>] [out=<run>/select.json] [task.<field>=<value> ...]
 after a retraining with the mined scenarios (resume=true from start, keep_checkpoints=0): scores the start
 and every ``every``-th later checkpoint on ``episodes`` fresh draws from the file's regions (``task.`` overrides:
 e.g. the track bank the miner used) and on the task's own distribution, and chooses the one with the highest
 success in the regions whose own-distribution success is within ``tolerance`` of the start's (the start if
-none is): the checkpoint to evaluate, export and deploy (robotrl/twin/select.py).
+none is): the checkpoint to evaluate, export and deploy (robotrl/twin/select.py). ``within_s`` chooses only
+among the checkpoints of the retraining's first ``within_s`` seconds.
 robotrl twin triage bags=<dir> policy=<export/policy.onnx|run dir> task=humanoid [robot=<profile>]
 [out=twin_triage]
 failed episodes replayed closed loop in the twin: reproduced -> policy weakness (a scenario file
@@ -58,7 +59,7 @@ _KNOWN = {
     "calibrate": ("bags", "task", "robot", "params", "delays", "segment", "starts", "out"),
     "mine": ("checkpoint", "budget", "params", "rounds", "worlds", "seed", "uniform", "weighting", "baseline",
              "reference", "min_leaf", "validate", "validate_rule", "refine", "workers", "address", "threads", "out"),
-    "select": ("start", "run", "scenarios", "episodes", "every", "tolerance", "seed", "worlds", "out"),
+    "select": ("start", "run", "scenarios", "episodes", "every", "tolerance", "seed", "worlds", "within_s", "out"),
     "triage": ("bags", "policy", "task", "robot", "out"),
 }
 _TASK_OVERRIDES = ("mine", "select")  # commands that take task.<field>=<value>
@@ -214,7 +215,8 @@ def _select(args: dict[str, str]) -> int:
     sel = select_checkpoint(args["start"], args["run"], args["scenarios"], overrides=overrides,
                             episodes=int(args.get("episodes", 256)), every=int(args.get("every", 1)),
                             tolerance=float(args.get("tolerance", 0.02)), seed=int(args.get("seed", 11)),
-                            worlds=int(args.get("worlds", 128)))
+                            worlds=int(args.get("worlds", 128)),
+                            within_s=float(args["within_s"]) if "within_s" in args else None)
     out = sel.save(args.get("out") or Path(args["run"]) / "select.json")
     log.info("%-28s %12s %12s", "checkpoint", "in regions", "own")
     for i, (ckpt, a, b) in enumerate(zip(sel.checkpoints, sel.in_regions, sel.own, strict=True)):

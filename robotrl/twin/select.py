@@ -55,6 +55,7 @@ class Selection:
     rule: str = ("the highest success in the regions among candidates whose own-distribution success is at least "
                  "the start's minus tolerance; the start if none")
     overrides: dict[str, Any] = field(default_factory=dict)
+    within_s: float | None = None
 
     @property
     def checkpoint(self) -> str:
@@ -99,23 +100,43 @@ def average_checkpoints(paths: list[Path], out_dir: str | Path) -> Path:
     return save_checkpoint(Path(out_dir) / "checkpoints", int(meta["iteration"]), averaged, meta, keep=0)
 
 
-def candidates(run: str | Path, start_iteration: int, every: int = 1) -> list[Path]:
+def candidates(run: str | Path, start_iteration: int, every: int = 1, within_s: float | None = None,
+               start_elapsed_s: float = 0.0) -> list[Path]:
     """Every ``every``-th checkpoint of ``run`` after ``start_iteration``, always with the newest.
+
+    With ``within_s``, only the checkpoints saved within ``within_s`` seconds of training after the start
+    (their metadata's ``elapsed_s`` minus ``start_elapsed_s``) take part, and "the newest" is the newest of
+    those: the candidates a retraining of ``within_s`` seconds would have left.
 
     Raises:
         FileNotFoundError: ``run`` kept no checkpoint after the start (naming ``keep_checkpoints=0``).
-        ValueError: ``every`` < 1.
+        ValueError: ``every`` < 1, or ``within_s`` <= 0.
 
     """
     if every < 1:
         raise ValueError(f"every must be >= 1 (score every n-th checkpoint), got {every}.")
+    if within_s is not None and within_s <= 0:
+        raise ValueError(f"within_s must be > 0 (seconds of retraining to choose from), got {within_s}.")
     found = sorted(Path(run, "checkpoints").glob("ckpt_*.safetensors"))
     after = [p for p in found if int(p.stem.split("_")[1]) > start_iteration]
+    if within_s is not None:
+        after = [p for p in after if _elapsed_s(p) - start_elapsed_s <= within_s]
     if not after:
-        raise FileNotFoundError(f"{run} has no checkpoint after iteration {start_iteration} (the start): retrain it "
-                                "with resume=true, and keep_checkpoints=0 to choose among all of them.")
+        window = "" if within_s is None else f" within {within_s:g} s of training"
+        raise FileNotFoundError(f"{run} has no checkpoint after iteration {start_iteration} (the start){window}: "
+                                "retrain it with resume=true, and keep_checkpoints=0 to choose among all of them.")
     picked = after[every - 1::every]
     return picked if picked and picked[-1] == after[-1] else [*picked, after[-1]]
+
+
+def _elapsed_s(ckpt: Path) -> float:
+    """The training seconds a checkpoint's metadata records (``elapsed_s``)."""
+    meta = ckpt.with_suffix(".json")
+    try:
+        return float(json.loads(meta.read_text())["elapsed_s"])
+    except (OSError, KeyError, ValueError) as err:
+        raise ValueError(f"{meta} does not record elapsed_s ({err!r}); within_s needs checkpoints that do, "
+                         "or leave within_s unset.") from err
 
 
 def choose(in_regions: list[float], own: list[float], tolerance: float) -> int:
@@ -128,7 +149,7 @@ def choose(in_regions: list[float], own: list[float], tolerance: float) -> int:
 def select_checkpoint(start: str | Path, run: str | Path, scenarios: str | Path,
                       overrides: dict[str, Any] | None = None, episodes: int = 256, every: int = 1,
                       tolerance: float = 0.02, seed: int = 11, worlds: int = 128,
-                      own_overrides: dict[str, Any] | None = None) -> Selection:
+                      own_overrides: dict[str, Any] | None = None, within_s: float | None = None) -> Selection:
     """Score the start and ``run``'s later checkpoints, and choose one (module docstring).
 
     Args:
@@ -143,6 +164,8 @@ def select_checkpoint(start: str | Path, run: str | Path, scenarios: str | Path,
         seed: seeds the draws and the env (use one the final report does not).
         worlds: worlds per batch.
         own_overrides: task fields for the own-distribution draws (default: none, the checkpoint's config).
+        within_s: choose only among the checkpoints of the first ``within_s`` seconds of the retraining
+            (``candidates``): a shorter retraining, read off a longer one.
 
     """
     from tqdm import tqdm
@@ -154,8 +177,9 @@ def select_checkpoint(start: str | Path, run: str | Path, scenarios: str | Path,
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}.")
     start_ckpt = resolve(str(start))
-    start_iteration = int(load_checkpoint(start_ckpt)[1]["iteration"])
-    ckpts = [start_ckpt, *candidates(run, start_iteration, every)]
+    start_meta = load_checkpoint(start_ckpt)[1]
+    ckpts = [start_ckpt, *candidates(run, int(start_meta["iteration"]), every, within_s,
+                                     float(start_meta.get("elapsed_s", 0.0)))]
     mined = ScenarioFile.load(scenarios)
     names = [p.name for p in mined.params]
     draws = mined.sample(episodes, torch.Generator().manual_seed(seed), weighting="failure_rate")
@@ -173,7 +197,7 @@ def select_checkpoint(start: str | Path, run: str | Path, scenarios: str | Path,
         log.info("%s: success %.3f in the regions, %.3f on the own distribution", ckpt.name, in_regions[-1], own[-1])
     chosen = choose(in_regions, own, tolerance)
     sel = Selection([str(c) for c in ckpts], iterations, in_regions, own, chosen, tolerance, episodes, seed,
-                    overrides=dict(overrides or {}))
+                    overrides=dict(overrides or {}), within_s=within_s)
     if chosen == 0:
         log.warning("no checkpoint of %s kept the own-distribution success within %.0f points of the start (%.3f); "
                     "the start stays the policy to deploy", run, 100 * tolerance, own[0])

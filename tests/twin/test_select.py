@@ -46,6 +46,24 @@ def test_candidates_without_a_checkpoint_after_the_start_name_keep_checkpoints(t
         candidates(run, 0, 0)
 
 
+def test_candidates_within_s_keep_the_first_seconds_after_the_start_and_their_newest(tmp_path):
+    run = _fake_run(tmp_path, [100, 110, 120, 130, 140, 150])
+    for i, t in zip([100, 110, 120, 130, 140, 150], [600.0, 610.0, 625.0, 640.0, 655.0, 670.0], strict=True):
+        (run / "checkpoints" / f"ckpt_{i:06d}.json").write_text(json.dumps({"iteration": i, "elapsed_s": t}))
+    # start at 600 s: within 40 s are 110 (10 s), 120 (25 s), 130 (40 s); 140 (55 s) is past the window
+    assert [p.stem for p in candidates(run, 100, 2, within_s=40, start_elapsed_s=600.0)] == \
+        ["ckpt_000120", "ckpt_000130"]
+    assert [p.stem for p in candidates(run, 100, 1, within_s=40, start_elapsed_s=600.0)] == \
+        ["ckpt_000110", "ckpt_000120", "ckpt_000130"]
+    with pytest.raises(FileNotFoundError, match="within 5 s"):
+        candidates(run, 100, 1, within_s=5, start_elapsed_s=600.0)
+    with pytest.raises(ValueError, match="within_s must be > 0"):
+        candidates(run, 100, 1, within_s=0)
+    (run / "checkpoints" / "ckpt_000110.json").write_text("{}")
+    with pytest.raises(ValueError, match="elapsed_s"):
+        candidates(run, 100, 1, within_s=40, start_elapsed_s=600.0)
+
+
 @pytest.fixture(scope="module")
 def kept_run(tmp_path_factory):
     """A humanoid run of 3 iterations that kept every checkpoint (keep_checkpoints=0, save_interval=1)."""
