@@ -20,7 +20,8 @@
     # after a 10-min default driving run, trained first when the run dir has none; twin_planted_width.py)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [section=S]
     # both arms on trained width-plant runs over mining seeds, validate_rule even and sequential (~3 min per
-    # run and seed); section (default planted_width_repeats) names the twin.json section
+    # run and seed at budget=512, the default; rules=sequential for one rule); section (default
+    # planted_width_repeats) names the twin.json section
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width_retrain runs/drv_s0 [seed=0] [extra_s=480]
     # [mix=0.5]: mine a width-plant run (sequential re-test), retrain it with the mined scenarios and without, score the
     # three policies in the mined regions and elsewhere (~20 min after the run; section planted_width_retrain[_seed<k>])
@@ -319,23 +320,25 @@ def main():
         _merge("planted_width_retrain" + suffix, ret)
 
     if mode in ("planted_width_select", "planted_width_soup"):
-        # python benchmarks/twin.py planted_width_select runs/drv55_seed4 [seed=0] [mix=0.25] [every=6]
+        # python benchmarks/twin.py planted_width_select runs/drv55_seed4 [seed=0] [mix=0.25] [every=6] [within_s=240]
+        # (within_s: after the full retraining, choose among its first within_s seconds only, section ..._within240)
         # python benchmarks/twin.py planted_width_soup runs/drv55_seed4 seed=4 mix=0.25 (after planted_width_select)
-        valid = {"seed", "mix", "every"} if mode == "planted_width_select" else {"seed", "mix"}
+        valid = {"seed", "mix", "every", "within_s"} if mode == "planted_width_select" else {"seed", "mix"}
         opts = dict(a.split("=", 1) for a in sys.argv[3:])
         unknown = set(opts) - valid
         if unknown:
             raise SystemExit(f"{mode}: unknown option(s) {sorted(unknown)}; valid: "
                              + ", ".join(f"{k}=" for k in sorted(valid)))
         seed, mix = int(opts.get("seed", 0)), float(opts.get("mix", RETRAIN_MIX))
+        within = float(opts["within_s"]) if "within_s" in opts else None
         if mode == "planted_width_select":
-            res = width_select(sys.argv[2], seed=seed, mix=mix, every=int(opts.get("every", 6)))
+            res = width_select(sys.argv[2], seed=seed, mix=mix, every=int(opts.get("every", 6)), within_s=within)
         else:
             res = width_soup(sys.argv[2], mix=mix)
         for k, v in res.items():
             print(f"{k:45s} {v}")
         res["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
-        _merge(f"{mode}_seed{seed}_mix{mix:g}", res)
+        _merge(f"{mode}_seed{seed}_mix{mix:g}" + (f"_within{within:g}" if within else ""), res)
 
     if mode == "snapshot_spread":
         # python benchmarks/twin.py snapshot_spread runs/a,runs/b_retrain/control [seeds=1,2,3] [section=S]
@@ -351,13 +354,16 @@ def main():
         _merge(opts.get("section", "snapshot_spread"), spread)
 
     if mode == "planted_width_repeats":
-        # python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [rules=even,sequential] [section=S]
+        # python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [rules=even,sequential] [budget=512]
+        # [section=S]
         opts = dict(a.split("=", 1) for a in sys.argv[4:])
-        unknown = set(opts) - {"rules", "section"}
+        unknown = set(opts) - {"rules", "budget", "section"}
         if unknown:
-            raise SystemExit(f"planted_width_repeats: unknown option(s) {sorted(unknown)}; valid: rules=, section=")
+            raise SystemExit(f"planted_width_repeats: unknown option(s) {sorted(unknown)}; "
+                             "valid: rules=, budget=, section=")
         rules = tuple(opts.get("rules", "even,sequential").split(","))
-        rep = width_repeats(sys.argv[2].split(","), [int(s) for s in sys.argv[3].split(",")], rules)
+        rep = width_repeats(sys.argv[2].split(","), [int(s) for s in sys.argv[3].split(",")], rules,
+                            budget=int(opts.get("budget", 512)))
         for k, v in rep.items():
             if k != "rows":
                 print(f"{k:55s} {v}")

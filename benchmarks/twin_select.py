@@ -29,8 +29,12 @@ SELECT_SEED = 11  # validation draws and env seed; the report uses 7/8/9 (test_s
 
 
 def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int = 480, every: int = 6,
-                 n_eval: int = 384) -> dict:
-    """Retrain with every checkpoint kept, choose one on validation draws, report it (module docstring)."""
+                 n_eval: int = 384, within_s: float | None = None) -> dict:
+    """Retrain with every checkpoint kept, choose one on validation draws, report it (module docstring).
+
+    ``within_s``: a shorter retraining read off the kept one (no training): the rule applied to the
+    checkpoints of its first ``within_s`` seconds only, and "last" is the newest of those.
+    """
     from twin_planted import _train, _trained_s
 
     from robotrl.storage.checkpoint import resolve
@@ -47,7 +51,12 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
     out: dict = {"run": str(path), "train_seed": seed, "scenario_mix": mix, "retrain_extra_s": extra_s,
                  "select_every": every, "select_seed": SELECT_SEED, "select_tolerance_points": 2.0,
                  "select_episodes_per_distribution": 256, "arm": str(arm)}
-    if _trained_s(arm) < train_s + extra_s:
+    if within_s is not None:
+        if _trained_s(arm) < train_s + extra_s:
+            raise SystemExit(f"planted_width_select within_s={within_s:g}: {arm} has not finished its {extra_s} s "
+                             f"retraining; run planted_width_select {run} seed={seed} mix={mix:g} first")
+        out["select_within_s"] = within_s
+    elif _trained_s(arm) < train_s + extra_s:
         if arm.exists():
             shutil.rmtree(arm)  # an interrupted retraining starts again from the narrow run
         shutil.copytree(path, arm)
@@ -57,13 +66,14 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
         out["retrain_wall_s"] = round(time.time() - t0, 1)
     t0 = time.time()
     sel = select_checkpoint(path, arm, mined_file, overrides=BANK, episodes=256, every=every, tolerance=0.02,
-                            seed=SELECT_SEED)
-    sel.save(arm / "select.json")
+                            seed=SELECT_SEED, within_s=within_s)
+    sel.save(arm / ("select.json" if within_s is None else f"select_within{within_s:g}.json"))
     out["select_wall_s"] = round(time.time() - t0, 1)
     out.update({"select_iterations": sel.iterations, "select_val_in_regions": sel.in_regions,
                 "select_val_own": sel.own, "chosen_iteration": sel.iterations[sel.chosen],
                 "chosen_is_start": sel.chosen == 0})
-    policies = {"narrow": resolve(str(path)), "last": resolve(str(arm)), "chosen": Path(sel.checkpoint)}
+    last = resolve(str(arm)) if within_s is None else Path(sel.checkpoints[-1])
+    policies = {"narrow": resolve(str(path)), "last": last, "chosen": Path(sel.checkpoint)}
     return _report(out, policies, ScenarioFile.load(mined_file), n_eval)
 
 
