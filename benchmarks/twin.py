@@ -321,9 +321,10 @@ def main():
 
     if mode in ("planted_width_select", "planted_width_soup"):
         # python benchmarks/twin.py planted_width_select runs/drv55_seed4 [seed=0] [mix=0.25] [every=6] [within_s=240]
-        # (within_s: after the full retraining, choose among its first within_s seconds only, section ..._within240)
+        # [extra_s=480] (within_s: after the full retraining, choose among its first within_s seconds only, section
+        # ..._within240; extra_s: a retraining of its own of that length, arm select_mix<mix>_extra<s>, ..._extra<s>)
         # python benchmarks/twin.py planted_width_soup runs/drv55_seed4 seed=4 mix=0.25 (after planted_width_select)
-        valid = {"seed", "mix", "every", "within_s"} if mode == "planted_width_select" else {"seed", "mix"}
+        valid = {"seed", "mix", "every", "within_s", "extra_s"} if mode == "planted_width_select" else {"seed", "mix"}
         opts = dict(a.split("=", 1) for a in sys.argv[3:])
         unknown = set(opts) - valid
         if unknown:
@@ -331,14 +332,17 @@ def main():
                              + ", ".join(f"{k}=" for k in sorted(valid)))
         seed, mix = int(opts.get("seed", 0)), float(opts.get("mix", RETRAIN_MIX))
         within = float(opts["within_s"]) if "within_s" in opts else None
+        extra = int(opts.get("extra_s", 480))
         if mode == "planted_width_select":
-            res = width_select(sys.argv[2], seed=seed, mix=mix, every=int(opts.get("every", 6)), within_s=within)
+            res = width_select(sys.argv[2], seed=seed, mix=mix, every=int(opts.get("every", 6)), within_s=within,
+                               extra_s=extra)
         else:
             res = width_soup(sys.argv[2], mix=mix)
         for k, v in res.items():
             print(f"{k:45s} {v}")
         res["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
-        _merge(f"{mode}_seed{seed}_mix{mix:g}" + (f"_within{within:g}" if within else ""), res)
+        _merge(f"{mode}_seed{seed}_mix{mix:g}" + (f"_within{within:g}" if within else "")
+               + (f"_extra{extra}" if extra != 480 else ""), res)
 
     if mode == "snapshot_spread":
         # python benchmarks/twin.py snapshot_spread runs/a,runs/b_retrain/control [seeds=1,2,3] [section=S]

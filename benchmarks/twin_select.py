@@ -46,7 +46,7 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
     if not mined_file.is_file():
         raise SystemExit(f"planted_width_select: no {mined_file}; run planted_width_retrain {run} seed={seed} first")
     train_s = max(600, round(_trained_s(path)))
-    arm = work / f"select_mix{mix:g}"
+    arm = work / (f"select_mix{mix:g}" + ("" if extra_s == 480 else f"_extra{extra_s}"))
     base = ["task=driving", f"seed={seed}", "progress=false", "tensorboard=false", "eval_at_end=false"]
     out: dict = {"run": str(path), "train_seed": seed, "scenario_mix": mix, "retrain_extra_s": extra_s,
                  "select_every": every, "select_seed": SELECT_SEED, "select_tolerance_points": 2.0,
