@@ -22,6 +22,8 @@
     # both arms on trained width-plant runs over mining seeds, validate_rule even and sequential (~3 min per
     # run and seed at budget=512, the default; rules=sequential for one rule); section (default
     # planted_width_repeats) names the twin.json section
+    python benchmarks/twin.py planted_width_ceiling runs/a,runs/b  # the coverage a region failing at least half
+    # the time can reach, read off each run's cached held-out labels (seconds)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width_retrain runs/drv_s0 [seed=0] [extra_s=480]
     # [mix=0.5]: mine a width-plant run (sequential re-test), retrain it with the mined scenarios and without, score the
     # three policies in the mined regions and elsewhere (~20 min after the run; section planted_width_retrain[_seed<k>])
@@ -139,7 +141,14 @@ from twin_planted import (  # noqa: E402
     PLANT_STAGES,
     planted_rows,
 )
-from twin_planted_width import RETRAIN_MIX, snapshot_spread, width_repeats, width_retrain, width_rows  # noqa: E402
+from twin_planted_width import (  # noqa: E402
+    RETRAIN_MIX,
+    coverage_ceiling,
+    snapshot_spread,
+    width_repeats,
+    width_retrain,
+    width_rows,
+)
 from twin_select import width_select, width_soup  # noqa: E402
 from twin_sim2sim import (  # noqa: E402
     sim2sim_passive_rows,
@@ -356,6 +365,15 @@ def main():
             print(f"{k:55s} {v}")
         spread["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
         _merge(opts.get("section", "snapshot_spread"), spread)
+
+    if mode == "planted_width_ceiling":
+        # python benchmarks/twin.py planted_width_ceiling runs/a,runs/b: the coverage a "fails at least half the
+        # time" region can reach, from each run's cached held-out labels (section planted_width_coverage_ceiling)
+        ceil = coverage_ceiling(sys.argv[2].split(","))
+        for k, v in ceil.items():
+            print(f"{k:55s} {v}")
+        ceil["command"] = "python " + " ".join(sys.argv)
+        _merge("planted_width_coverage_ceiling", ceil)
 
     if mode == "planted_width_repeats":
         # python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [rules=even,sequential] [budget=512]

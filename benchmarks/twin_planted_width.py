@@ -151,6 +151,37 @@ def width_repeats(runs: list[str], mine_seeds: list[int], rules: tuple[str, ...]
     return out
 
 
+def coverage_ceiling(runs: list[str], band: float = 0.05, n_heldout: int = 768) -> dict:
+    """What a region test of "fails at least half the time" can cover of each run's planted failures.
+
+    From the run's held-out labels (``_heldout``): the failure rate in ``band``-wide slices of half-width from
+    the narrow end of the planted box; the cut at the first slice failing less than half the time; the share
+    of the planted failures narrower than that cut. An oracle's figure (it reads the held-out labels the
+    coverage is scored on), to set the miner's coverage against.
+    """
+    out: dict = {"runs": runs, "band_m": band, "heldout_scenarios": n_heldout, "planted_box": f"{BOX[0]} < {BOX[1]}"}
+    ceilings = []
+    for run in runs:
+        x, fail = _heldout(Path(run), n_heldout)
+        fail = np.asarray(fail, dtype=bool)
+        hw = x[:, WIDTH_PARAMS.index(BOX[0])]
+        planted = fail & (hw < BOX[1])
+        lo = float(BANK["half_width"][0])
+        cut, rates = lo, []
+        for a in np.arange(lo, BOX[1] - 1e-9, band):
+            rate = float(fail[(hw >= a) & (hw < a + band)].mean())
+            rates.append(round(rate, 3))
+            if rate >= 0.5 and cut == a:
+                cut = a + band
+        name = Path(run).name
+        ceilings.append(100 * float((planted & (hw < cut)).sum() / planted.sum()))
+        out[f"{name}_failure_rate_by_band"] = rates
+        out[f"{name}_cut_half_width_m"] = round(cut, 3)
+        out[f"{name}_ceiling_planted_failure_coverage_pct"] = round(ceilings[-1], 1)
+    out["mean_ceiling_planted_failure_coverage_pct"] = round(float(np.mean(ceilings)), 1)
+    return out
+
+
 RETRAIN_MIX = 0.5  # task.scenario_mix of the mined retraining, as the friction plant's
 RETRAIN_WEIGHTING = "learnability"  # how the mined file picks regions for training, as the friction plant's
 
