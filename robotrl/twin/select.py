@@ -178,6 +178,9 @@ def select_checkpoint(start: str | Path, run: str | Path, scenarios: str | Path,
         raise ValueError(f"episodes must be >= 1, got {episodes}.")
     start_ckpt = resolve(str(start))
     start_meta = load_checkpoint(start_ckpt)[1]
+    if within_s is not None and "elapsed_s" not in start_meta:
+        raise ValueError(f"{start_ckpt} does not record elapsed_s, so within_s={within_s:g} has no start to count "
+                         "from; choose the start a run saved, or leave within_s unset.")
     ckpts = [start_ckpt, *candidates(run, int(start_meta["iteration"]), every, within_s,
                                      float(start_meta.get("elapsed_s", 0.0)))]
     mined = ScenarioFile.load(scenarios)

@@ -112,6 +112,29 @@ def test_select_scores_start_and_later_checkpoints_and_applies_the_rule(kept_run
     assert saved["checkpoint"].endswith("ckpt_000002.safetensors")
 
 
+def test_select_within_s_scores_only_the_checkpoints_of_the_first_seconds(kept_run, tmp_path):
+    import shutil
+
+    from robotrl.twin.select import select_checkpoint
+
+    ckpts = kept_run / "checkpoints"
+    elapsed = {i: json.loads((ckpts / f"ckpt_{i:06d}.json").read_text())["elapsed_s"] for i in (1, 2, 3)}
+    window = (elapsed[2] + elapsed[3]) / 2 - elapsed[1]  # past checkpoint 2, short of checkpoint 3
+    start = ckpts / "ckpt_000001.safetensors"
+    sel = select_checkpoint(start, kept_run, _standing_file(tmp_path), overrides=SHORT, episodes=8, worlds=8,
+                            within_s=window)
+    assert sel.iterations == [1, 2] and sel.within_s == window
+    bare = tmp_path / "bare"  # a start whose metadata has no elapsed_s: nothing to count the window from
+    bare.mkdir()
+    shutil.copy(start, bare / start.name)
+    meta = json.loads((ckpts / "ckpt_000001.json").read_text())
+    del meta["elapsed_s"]
+    (bare / "ckpt_000001.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="does not record elapsed_s"):
+        select_checkpoint(bare / start.name, kept_run, _standing_file(tmp_path), overrides=SHORT, episodes=8,
+                          worlds=8, within_s=window)
+
+
 def test_average_checkpoints_is_the_elementwise_mean_of_the_policy_and_loads_as_a_policy(kept_run, tmp_path):
     import torch
 
