@@ -167,12 +167,13 @@ def coverage_ceiling(runs: list[str], band: float = 0.05, n_heldout: int = 768) 
         hw = x[:, WIDTH_PARAMS.index(BOX[0])]
         planted = fail & (hw < BOX[1])
         lo = float(BANK["half_width"][0])
-        cut, rates = lo, []
+        cut, rates, contiguous = lo, [], True
         for a in np.arange(lo, BOX[1] - 1e-9, band):
             rate = float(fail[(hw >= a) & (hw < a + band)].mean())
             rates.append(round(rate, 3))
-            if rate >= 0.5 and cut == a:
-                cut = a + band
+            contiguous = contiguous and rate >= 0.5  # the cut stops at the first slice below 0.5
+            if contiguous:
+                cut = float(a + band)
         name = Path(run).name
         ceilings.append(100 * float((planted & (hw < cut)).sum() / planted.sum()))
         out[f"{name}_failure_rate_by_band"] = rates
