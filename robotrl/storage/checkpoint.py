@@ -118,17 +118,27 @@ def resolve(path: str | os.PathLike) -> Path:
     return p
 
 
-def load_checkpoint(
-    path: str | os.PathLike, device: str | torch.device = "cpu"
-) -> tuple[dict[str, torch.Tensor], dict]:
-    """Load ``(tensors, meta)`` from a checkpoint (see ``resolve`` for accepted paths)."""
+def load_meta(path: str | os.PathLike) -> dict:
+    """Load only a checkpoint's metadata (iteration, elapsed_s, config, ...), without its tensors.
+
+    Raises:
+        FileNotFoundError: no checkpoint at ``path`` (``resolve``), or no metadata file beside it.
+
+    """
     weights = resolve(path)
     meta_path = weights.with_suffix(".json")
     if not meta_path.is_file():
         raise FileNotFoundError(f"Checkpoint {weights} has no metadata file {meta_path.name}.")
     with open(meta_path) as f:
-        meta = json.load(f)
-    return load_file(str(weights), device=str(device)), meta
+        return json.load(f)
+
+
+def load_checkpoint(
+    path: str | os.PathLike, device: str | torch.device = "cpu"
+) -> tuple[dict[str, torch.Tensor], dict]:
+    """Load ``(tensors, meta)`` from a checkpoint (see ``resolve`` for accepted paths)."""
+    meta = load_meta(path)
+    return load_file(str(resolve(path)), device=str(device)), meta
 
 
 def prefixed(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:

@@ -131,12 +131,13 @@ def candidates(run: str | Path, start_iteration: int, every: int = 1, within_s: 
 
 def _elapsed_s(ckpt: Path) -> float:
     """The training seconds a checkpoint's metadata records (``elapsed_s``)."""
-    meta = ckpt.with_suffix(".json")
+    from robotrl.storage.checkpoint import load_meta
+
     try:
-        return float(json.loads(meta.read_text())["elapsed_s"])
+        return float(load_meta(ckpt)["elapsed_s"])
     except (OSError, KeyError, ValueError) as err:
-        raise ValueError(f"{meta} does not record elapsed_s ({err!r}); within_s needs checkpoints that do, "
-                         "or leave within_s unset.") from err
+        raise ValueError(f"{ckpt.with_suffix('.json')} does not record elapsed_s ({err!r}); within_s needs "
+                         "checkpoints that do, or leave within_s unset.") from err
 
 
 def choose(in_regions: list[float], own: list[float], tolerance: float) -> int:
@@ -170,14 +171,14 @@ def select_checkpoint(start: str | Path, run: str | Path, scenarios: str | Path,
     """
     from tqdm import tqdm
 
-    from robotrl.storage.checkpoint import load_checkpoint, resolve
+    from robotrl.storage.checkpoint import load_meta, resolve
     from robotrl.twin.evaluate import ScenarioEvaluator
     from robotrl.twin.scenarios import ScenarioFile
 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}.")
     start_ckpt = resolve(str(start))
-    start_meta = load_checkpoint(start_ckpt)[1]
+    start_meta = load_meta(start_ckpt)
     if within_s is not None and "elapsed_s" not in start_meta:
         raise ValueError(f"{start_ckpt} does not record elapsed_s, so within_s={within_s:g} has no start to count "
                          "from; choose the start a run saved, or leave within_s unset.")

@@ -7,6 +7,7 @@ from robotrl.policies.io import load_policy
 from robotrl.policies.mlp import ActorCritic, PolicyConfig
 from robotrl.storage.checkpoint import (
     load_checkpoint,
+    load_meta,
     optimizer_tensors,
     prefixed,
     resolve,
@@ -80,3 +81,13 @@ def test_loading_never_unpickles(tmp_path):
 def test_missing_checkpoint_names_what_it_expected(tmp_path):
     with pytest.raises(FileNotFoundError, match="run directory"):
         resolve(tmp_path / "nope")
+
+
+def test_load_meta_reads_the_metadata_alone_and_names_a_missing_file(tmp_path):
+    path = save_checkpoint(tmp_path, 3, {"x": torch.tensor([1.0])}, {"elapsed_s": 12.5}, keep=0)
+    meta = load_meta(tmp_path)  # the run's checkpoints dir, resolved through latest.json
+    assert meta["elapsed_s"] == 12.5 and meta["iteration"] == 3
+    assert load_meta(path) == load_checkpoint(path)[1]
+    path.with_suffix(".json").unlink()
+    with pytest.raises(FileNotFoundError, match="no metadata file ckpt_000003.json"):
+        load_meta(path)
