@@ -20,8 +20,8 @@
     # after a 10-min default driving run, trained first when the run dir has none; twin_planted_width.py)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [section=S]
     # both arms on trained width-plant runs over mining seeds, validate_rule even and sequential (~3 min per
-    # run and seed at budget=512, the default; rules=sequential for one rule); section (default
-    # planted_width_repeats) names the twin.json section
+    # run and seed at budget=512, the default; rules=sequential for one rule; paste=0.05 grows each region, both
+    # arms, before the re-test: robotrl/twin/paste.py); section (default planted_width_repeats) names the section
     python benchmarks/twin.py planted_width_ceiling runs/a,runs/b  # the coverage a region failing at least half
     # the time can reach, read off each run's cached held-out labels (seconds)
     flock /tmp/robotrl-cpu.lock python benchmarks/twin.py planted_width_retrain runs/drv_s0 [seed=0] [extra_s=480]
@@ -331,9 +331,11 @@ def main():
     if mode in ("planted_width_select", "planted_width_soup"):
         # python benchmarks/twin.py planted_width_select runs/drv55_seed4 [seed=0] [mix=0.25] [every=6] [within_s=240]
         # [extra_s=480] (within_s: after the full retraining, choose among its first within_s seconds only, section
-        # ..._within240; extra_s: a retraining of its own of that length, arm select_mix<mix>_extra<s>, ..._extra<s>)
+        # ..._within240; extra_s: a retraining of its own of that length, arm select_mix<mix>_extra<s>, ..._extra<s>;
+        # paste=0.05: mined again with the pasting step, retrained on that file, arm and section ..._paste0.05)
         # python benchmarks/twin.py planted_width_soup runs/drv55_seed4 seed=4 mix=0.25 (after planted_width_select)
-        valid = {"seed", "mix", "every", "within_s", "extra_s"} if mode == "planted_width_select" else {"seed", "mix"}
+        valid = ({"seed", "mix", "every", "within_s", "extra_s", "paste"} if mode == "planted_width_select"
+                 else {"seed", "mix"})
         opts = dict(a.split("=", 1) for a in sys.argv[3:])
         unknown = set(opts) - valid
         if unknown:
@@ -341,17 +343,17 @@ def main():
                              + ", ".join(f"{k}=" for k in sorted(valid)))
         seed, mix = int(opts.get("seed", 0)), float(opts.get("mix", RETRAIN_MIX))
         within = float(opts["within_s"]) if "within_s" in opts else None
-        extra = int(opts.get("extra_s", 480))
+        extra, paste = int(opts.get("extra_s", 480)), float(opts.get("paste", 0.0))
         if mode == "planted_width_select":
             res = width_select(sys.argv[2], seed=seed, mix=mix, every=int(opts.get("every", 6)), within_s=within,
-                               extra_s=extra)
+                               extra_s=extra, paste=paste)
         else:
             res = width_soup(sys.argv[2], mix=mix)
         for k, v in res.items():
             print(f"{k:45s} {v}")
         res["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
         _merge(f"{mode}_seed{seed}_mix{mix:g}" + (f"_within{within:g}" if within else "")
-               + (f"_extra{extra}" if extra != 480 else ""), res)
+               + (f"_extra{extra}" if extra != 480 else "") + (f"_paste{paste:g}" if paste else ""), res)
 
     if mode == "snapshot_spread":
         # python benchmarks/twin.py snapshot_spread runs/a,runs/b_retrain/control [seeds=1,2,3] [section=S]
@@ -377,15 +379,15 @@ def main():
 
     if mode == "planted_width_repeats":
         # python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [rules=even,sequential] [budget=512]
-        # [section=S]
+        # [paste=0.05] [section=S]
         opts = dict(a.split("=", 1) for a in sys.argv[4:])
-        unknown = set(opts) - {"rules", "budget", "section"}
+        unknown = set(opts) - {"rules", "budget", "paste", "section"}
         if unknown:
             raise SystemExit(f"planted_width_repeats: unknown option(s) {sorted(unknown)}; "
-                             "valid: rules=, budget=, section=")
+                             "valid: rules=, budget=, paste=, section=")
         rules = tuple(opts.get("rules", "even,sequential").split(","))
         rep = width_repeats(sys.argv[2].split(","), [int(s) for s in sys.argv[3].split(",")], rules,
-                            budget=int(opts.get("budget", 512)))
+                            budget=int(opts.get("budget", 512)), paste=float(opts.get("paste", 0.0)))
         for k, v in rep.items():
             if k != "rows":
                 print(f"{k:55s} {v}")

@@ -99,10 +99,11 @@ REPEAT_KEYS = ("false_regions", "regions_count", "planted_failure_coverage_pct",
 
 
 def width_repeats(runs: list[str], mine_seeds: list[int], rules: tuple[str, ...] = ("even", "sequential"),
-                  budget: int = 512, n_heldout: int = 768) -> dict:
+                  budget: int = 512, n_heldout: int = 768, paste: float = 0.0) -> dict:
     """Both arms on trained runs, over mining seeds and validation rules: the false-region count with a spread.
 
-    One mining run per (run, mining seed, rule, arm), ``OPTIONS`` otherwise; each scored on the run's
+    One mining run per (run, mining seed, rule, arm), ``OPTIONS`` otherwise, ``paste`` (``mine``'s pasting step,
+    0: off) for both arms; each scored on the run's
     held-out labels (``_heldout``). Returns the rows and, per rule and arm, the means of ``REPEAT_KEYS``,
     the share of runs covering >= 80% of the planted failures, and the paired miner-minus-uniform
     false-region difference with its standard error.
@@ -128,13 +129,13 @@ def width_repeats(runs: list[str], mine_seeds: list[int], rules: tuple[str, ...]
                     regions[arm] = mine(ev, ev.params, budget, rounds=4, seed=mine_seed, uniform_only=uniform,
                                         min_leaf=OPTIONS["min_leaf"], baseline=OPTIONS["baseline"],
                                         reference={BOX[0]: TRAINED_WIDTH}, validate=OPTIONS["validate"],
-                                        validate_rule=rule).regions
+                                        validate_rule=rule, paste=paste).regions
                 m = heldout_metrics(x, fail, regions, ev.params, BOX)
                 row = {"run": run, "mine_seed": mine_seed, "rule": rule,
                        **{f"{arm}_{k}": m[f"{arm}_{k}"] for arm in ("miner", "uniform") for k in REPEAT_KEYS}}
                 rows.append(row)
                 print(row, flush=True)
-    out: dict = {"runs": runs, "mine_seeds": mine_seeds, "mine_budget": budget, "mine_options": OPTIONS,
+    out: dict = {"runs": runs, "mine_seeds": mine_seeds, "mine_budget": budget, "mine_options": OPTIONS, "paste": paste,
                  "planted_box": f"{BOX[0]} < {BOX[1]}", "rows": rows, "wall_s": round(time.time() - t0, 1)}
     for rule in rules:
         sel = [r for r in rows if r["rule"] == rule]

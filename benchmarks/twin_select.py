@@ -13,6 +13,11 @@
    ``planted_width_retrain``'s test scenarios (``twin_planted_width.test_sets``, env seed 2) and on 384
    draws of the own distribution (env seed 2).
 
+``paste=0.05``: the same recipe on the mined file of the pasting step (``robotrl.twin.paste``):
+``<run>_retrain/mined_paste0.05.yaml``, mined as ``mined.yaml`` (the same options and seed) with ``paste``, and its
+arm ``..._paste0.05``. The report is then given twice: on the test scenarios of the pasted regions, and (keys
+``plain_regions_*``) on those of ``mined.yaml``'s, the scenarios the plain recipe was scored on.
+
 ``planted_width_soup`` (after ``planted_width_select``): the second answer, fixed before it was scored:
 ``robotrl.twin.select.average_checkpoints`` over every checkpoint of the second half of that retraining
 (iterations past the midpoint between the start and the end), reported on the same test scenarios.
@@ -29,7 +34,7 @@ SELECT_SEED = 11  # validation draws and env seed; the report uses 7/8/9 (test_s
 
 
 def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int = 480, every: int = 6,
-                 n_eval: int = 384, within_s: float | None = None) -> dict:
+                 n_eval: int = 384, within_s: float | None = None, paste: float = 0.0) -> dict:
     """Retrain with every checkpoint kept, choose one on validation draws, report it (module docstring).
 
     ``within_s``: a shorter retraining read off the kept one (no training): the rule applied to the
@@ -42,13 +47,17 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
     from robotrl.twin.select import select_checkpoint
 
     path, work = Path(run), Path(f"{run}_retrain")
-    mined_file = work / "mined.yaml"
+    plain_file = mined_file = work / "mined.yaml"
     if not mined_file.is_file():
         raise SystemExit(f"planted_width_select: no {mined_file}; run planted_width_retrain {run} seed={seed} first")
+    if paste:
+        mined_file = _mine_pasted(path, work, paste)
     train_s = max(600, round(_trained_s(path)))
-    arm = work / (f"select_mix{mix:g}" + ("" if extra_s == 480 else f"_extra{extra_s}"))
+    arm = work / (f"select_mix{mix:g}" + ("" if extra_s == 480 else f"_extra{extra_s}")
+                  + (f"_paste{paste:g}" if paste else ""))
     base = ["task=driving", f"seed={seed}", "progress=false", "tensorboard=false", "eval_at_end=false"]
     out: dict = {"run": str(path), "train_seed": seed, "scenario_mix": mix, "retrain_extra_s": extra_s,
+                 "mined_file": str(mined_file), "paste": paste,
                  "select_every": every, "select_seed": SELECT_SEED, "select_tolerance_points": 2.0,
                  "select_episodes_per_distribution": 256, "arm": str(arm)}
     if within_s is not None:
@@ -74,11 +83,39 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
                 "chosen_is_start": sel.chosen == 0})
     last = resolve(str(arm)) if within_s is None else Path(sel.checkpoints[-1])
     policies = {"narrow": resolve(str(path)), "last": last, "chosen": Path(sel.checkpoint)}
-    return _report(out, policies, ScenarioFile.load(mined_file), n_eval)
+    mined = ScenarioFile.load(mined_file)
+    out["mined_regions"] = [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
+                            for r in mined.regions]
+    if paste:
+        _report(out, policies, ScenarioFile.load(plain_file), n_eval, prefix="plain_regions_")
+    return _report(out, policies, mined, n_eval)
 
 
-def _report(out: dict, policies: dict, mined, n_eval: int) -> dict:
-    """Each policy's success on the retraining report's scenarios, and its gains over ``policies["narrow"]``."""
+def _mine_pasted(path: Path, work: Path, paste: float) -> Path:
+    """``<work>/mined_paste<paste>.yaml``: ``planted_width_retrain``'s mining of ``path`` with the pasting step."""
+    from twin_planted_width import BOX, OPTIONS, RETRAIN_WEIGHTING, TRAINED_WIDTH
+
+    from robotrl.twin.evaluate import ScenarioEvaluator
+    from robotrl.twin.mine import mine
+    from robotrl.twin.scenarios import ScenarioFile
+
+    out = work / f"mined_paste{paste:g}.yaml"
+    if not out.is_file():
+        ev = ScenarioEvaluator(path, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=1)
+        res = mine(ev, ev.params, 512, rounds=4, seed=0, min_leaf=OPTIONS["min_leaf"], baseline=OPTIONS["baseline"],
+                   reference={BOX[0]: TRAINED_WIDTH}, validate=OPTIONS["validate"], validate_rule="sequential",
+                   paste=paste)
+        if not res.regions:
+            raise SystemExit(f"planted_width_select paste={paste:g}: the miner kept no region on {path}")
+        ScenarioFile("driving", ev.params, res.regions, weighting=RETRAIN_WEIGHTING).save(out)
+    return out
+
+
+def _report(out: dict, policies: dict, mined, n_eval: int, prefix: str = "") -> dict:
+    """Each policy's success on the retraining report's scenarios, and its gains over ``policies["narrow"]``.
+
+    ``prefix`` names the keys of the figures that depend on the scenarios drawn from ``mined``'s regions.
+    """
     from robotrl.twin.evaluate import ScenarioEvaluator
 
     x_in, x_out = test_sets(mined, n_eval)
@@ -86,16 +123,17 @@ def _report(out: dict, policies: dict, mined, n_eval: int) -> dict:
     for name, ckpt in policies.items():
         e = ScenarioEvaluator(ckpt, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=2)
         out[f"{name}_checkpoint"] = str(ckpt)
-        out[f"{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
-        out[f"{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)
+        out[f"{prefix}{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
+        out[f"{prefix}{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)
         own = ScenarioEvaluator(ckpt, WIDTH_PARAMS[:1], worlds=128, seed=2)
         out[f"{name}_success_own_distribution_pct"] = round(100 * float(own(x_own).mean()), 1)
     for name in policies:
         if name == "narrow":
             continue
         for where in ("in_mined_regions", "elsewhere", "own_distribution"):
-            out[f"{name}_gain_{where}_points"] = round(
-                out[f"{name}_success_{where}_pct"] - out[f"narrow_success_{where}_pct"], 1)
+            key = "" if where == "own_distribution" else prefix
+            out[f"{key}{name}_gain_{where}_points"] = round(
+                out[f"{key}{name}_success_{where}_pct"] - out[f"{key}narrow_success_{where}_pct"], 1)
     return out
 
 

@@ -13,8 +13,8 @@ too. segment=k: fit windows of k control steps, each from its recorded state (co
 starts=n: n optimizer runs (nominal, then random starts in the bounds), the lowest cost wins.
 robotrl twin mine checkpoint=<run> budget=N [params=friction,max_curvature] [rounds=4] [worlds=128]
 [seed=0] [uniform=false] [weighting=learnability] [baseline=uniform] [reference=friction:1.0:1.2]
-[min_leaf=8] [validate=0.2] [validate_rule=sequential] [refine=0] [workers=0] [address=] [threads=1]
-[out=scenarios.yaml] [task.<field>=<value> ...]
+[min_leaf=8] [validate=0.2] [validate_rule=sequential] [refine=0] [paste=0] [paste_floor=0.6] [workers=0]
+[address=] [threads=1] [out=scenarios.yaml] [task.<field>=<value> ...]
 the policy over N scenarios (batched worlds), adaptive search for low-success regions, each tested against
 the failure rate of the uniform draws (``baseline=uniform``), of those in the ``reference`` box (the regime the
 policy was trained on: ``baseline=reference``) or of those outside it (``complement``); ``validate`` (0.2) holds
@@ -23,7 +23,9 @@ that share of N back to re-test each region on fresh draws, dropping those the f
 only if its fresh failure rate reaches 0.5; ``even`` splits them evenly and keeps a region unless they
 contradict it: a little more coverage, more false regions, robotrl/twin/README.md); ``refine``
 (e.g. 0.25) also samples around the regions found so far, grown by that share of their width, so sharp edges
-(a handle thinner than 1 cm fails, thicker does not) are placed precisely; writes the
+(a handle thinner than 1 cm fails, thicker does not) are placed precisely; ``paste`` (e.g. 0.05) grows each
+region before its re-test while the uniform draws in it still fail ``paste_floor`` of the time (PRIM's pasting
+step): a weakness that fades gradually is covered past its 0.5 crossing, in less dense regions; writes the
 scenario file (regions with summaries; training picks its regions by ``weighting``, learnability or
 failure_rate) and <out>.samples.json (every scenario and its success). ``workers=N`` runs each round's chunks of
 ``worlds`` scenarios as Ray tasks (Ray on 127.0.0.1, or the cluster at ``address``, ``threads`` each), with the
@@ -58,7 +60,8 @@ _KNOWN = {
     "report": ("bags", "task", "robot", "physics", "engines", "out"),
     "calibrate": ("bags", "task", "robot", "params", "delays", "segment", "starts", "out"),
     "mine": ("checkpoint", "budget", "params", "rounds", "worlds", "seed", "uniform", "weighting", "baseline",
-             "reference", "min_leaf", "validate", "validate_rule", "refine", "workers", "address", "threads", "out"),
+             "reference", "min_leaf", "validate", "validate_rule", "refine", "paste", "paste_floor", "workers",
+             "address", "threads", "out"),
     "select": ("start", "run", "scenarios", "episodes", "every", "tolerance", "seed", "worlds", "within_s", "out"),
     "triage": ("bags", "policy", "task", "robot", "out"),
 }
@@ -184,7 +187,8 @@ def _mine(args: dict[str, str]) -> int:
                   seed=int(args.get("seed", 0)), uniform_only=uniform, min_leaf=int(args.get("min_leaf", 8)),
                   baseline=args.get("baseline", "uniform"), reference=reference or None,
                   validate=float(args.get("validate", 0.2)), refine=float(args.get("refine", 0.0)),
-                  validate_rule=args.get("validate_rule", "sequential"))
+                  validate_rule=args.get("validate_rule", "sequential"), paste=float(args.get("paste", 0.0)),
+                  paste_floor=float(args["paste_floor"]) if args.get("paste_floor") else None)
     out = Path(args.get("out", "scenarios.yaml"))
     if not result.regions:
         log.warning("no failure region found in %d scenarios (failure rate %.3f); no scenario file written",

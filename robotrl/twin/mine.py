@@ -31,6 +31,11 @@ if its fresh rate is at least ``min_failure_rate`` (the point estimate, from the
 and its Wilson lower bound exceeds the background. Measured on the width plant
 (``python benchmarks/twin.py planted_width_repeats``).
 
+With ``paste`` > 0 each region read off the search is grown (PRIM's pasting step, ``paste.py``) while the
+uniform draws in the grown box still fail at least ``paste_floor`` of the time (default ``min_failure_rate``
++ 0.1), before the re-test: a weakness that fades gradually is then covered past the point where its failure
+rate crosses ``min_failure_rate``, at the cost of density (``python benchmarks/twin.py planted_width_repeats``).
+
 Regions are read off all samples with a small axis-aligned decision tree (Gini splits,
 depth and leaf-size limited). A leaf is a region only when its failure rate is at least
 ``min_failure_rate`` *and* significantly above the background: the Wilson lower
@@ -60,6 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robotrl.twin.paste import paste_regions, pick_retested, unique_boxes
 from robotrl.twin.regions import (
     BackgroundFn,
     EvaluateFn,
@@ -260,7 +266,7 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
          uniform_only: bool = False, depth: int = 6, min_leaf: int = 8, min_failure_rate: float = 0.5,
          z: float = 1.96, baseline: str = "uniform", reference: dict[str, list[float]] | None = None,
          focus: float = 0.5, confirm: float = 0.5, validate: float = 0.0, refine: float = 0.0,
-         validate_rule: str = "even") -> MiningResult:
+         validate_rule: str = "even", paste: float = 0.0, paste_floor: float | None = None) -> MiningResult:
     """Search ``budget`` scenarios for failure regions (module docstring).
 
     Args:
@@ -285,6 +291,9 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
             grows each box, regions already significant included: draws across a region's edges let the
             tree place a sharp edge precisely (module docstring).
         validate_rule: ``even`` or ``sequential``: how the fresh draws are spent and read (module docstring).
+        paste: 0 (off), or the share of a region's uniform draws each pasting step adds (PRIM's alpha, e.g.
+            0.05): grow the regions before the re-test (module docstring, ``paste.py``).
+        paste_floor: the least failure rate of a grown region (default ``min_failure_rate`` + 0.1).
 
     """
     if baseline not in BASELINES:
@@ -295,6 +304,12 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
         raise ValueError(f"validate_rule={validate_rule!r}: expected one of {VALIDATE_RULES}")
     if not refine >= 0.0:
         raise ValueError(f"refine={refine}: give 0 (off) or how far to grow each box, a share of its width (e.g. 0.25)")
+    if not 0.0 <= paste <= 1.0:
+        raise ValueError(f"paste={paste}: give 0 (off) or the share of a region's draws each pasting step adds "
+                         "(e.g. 0.05)")
+    floor = min(1.0, min_failure_rate + 0.1) if paste_floor is None else paste_floor
+    if not 0.0 <= floor <= 1.0:
+        raise ValueError(f"paste_floor={paste_floor}: the least failure rate of a grown region must be in [0, 1]")
     held_back = int(budget * validate)
     budget -= held_back
     if baseline == "reference" and not reference:
@@ -340,11 +355,17 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
     ref = _reference_mask(u_all, reference, params) if baseline == "reference" and reference else None
     rate_fn, background = background_fn(~success, uniform, baseline, ref)
     regions = extract_regions(samples, success, params, depth, min_leaf, min_failure_rate, rate_fn, z)
+    pairs = paste_regions(regions, params, u_all, ~success, uniform, floor, paste, min_leaf) if paste > 0 else []
     if held_back and regions:
         check = retest_even if validate_rule == "even" else retest_sequential
-        fresh_u, fresh_ok, regions = check(evaluate, regions, params, u_all, held_back, rng, rate_fn,
-                                           min_failure_rate, z)
+        # grown boxes are re-tested beside the plain ones they grew from, to fall back on (paste.py)
+        boxes = unique_boxes([g for g, _ in pairs] + [p for _, p in pairs]) if pairs else regions
+        fresh_u, fresh_ok, kept = check(evaluate, boxes, params, u_all, held_back, rng, rate_fn,
+                                        min_failure_rate, z)
+        regions = pick_retested(pairs, kept) if pairs else kept
         samples = np.concatenate([samples, from_unit(fresh_u, params)])
         success = np.concatenate([success, fresh_ok])
+    elif pairs:
+        regions = pick_retested(pairs, [g for g, _ in pairs])
     log.info("background failure rate (%s) %.3f; %d regions", baseline, background, len(regions))
     return MiningResult(samples=samples, success=success, regions=regions, background=background, baseline=baseline)
