@@ -359,8 +359,8 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
     if held_back and regions:
         check = retest_even if validate_rule == "even" else retest_sequential
         # grown boxes are re-tested beside the plain ones they grew from, to fall back on (paste.py)
-        boxes = unique_boxes([g for g, _ in pairs] + [p for _, p in pairs]) if pairs else regions
-        fresh_u, fresh_ok, kept = check(evaluate, boxes, params, u_all, held_back, rng, rate_fn,
+        to_test = unique_boxes([g for g, _ in pairs] + [p for _, p in pairs]) if pairs else regions
+        fresh_u, fresh_ok, kept = check(evaluate, to_test, params, u_all, held_back, rng, rate_fn,
                                         min_failure_rate, z)
         regions = pick_retested(pairs, kept) if pairs else kept
         samples = np.concatenate([samples, from_unit(fresh_u, params)])
