@@ -114,7 +114,8 @@ def _mine_pasted(path: Path, work: Path, paste: float) -> Path:
 def _report(out: dict, policies: dict, mined, n_eval: int, prefix: str = "") -> dict:
     """Each policy's success on the retraining report's scenarios, and its gains over ``policies["narrow"]``.
 
-    ``prefix`` names the keys of the figures that depend on the scenarios drawn from ``mined``'s regions.
+    ``prefix`` names the keys of the figures that depend on the scenarios drawn from ``mined``'s regions; with a
+    prefix the own distribution (the same for any file) is not scored again.
     """
     from robotrl.twin.evaluate import ScenarioEvaluator
 
@@ -125,15 +126,15 @@ def _report(out: dict, policies: dict, mined, n_eval: int, prefix: str = "") -> 
         out[f"{name}_checkpoint"] = str(ckpt)
         out[f"{prefix}{name}_success_in_mined_regions_pct"] = round(100 * float(e(x_in).mean()), 1)
         out[f"{prefix}{name}_success_elsewhere_pct"] = round(100 * float(e(x_out).mean()), 1)
-        own = ScenarioEvaluator(ckpt, WIDTH_PARAMS[:1], worlds=128, seed=2)
-        out[f"{name}_success_own_distribution_pct"] = round(100 * float(own(x_own).mean()), 1)
+        if not prefix:  # the own distribution does not depend on the file: scored once
+            own = ScenarioEvaluator(ckpt, WIDTH_PARAMS[:1], worlds=128, seed=2)
+            out[f"{name}_success_own_distribution_pct"] = round(100 * float(own(x_own).mean()), 1)
     for name in policies:
         if name == "narrow":
             continue
-        for where in ("in_mined_regions", "elsewhere", "own_distribution"):
-            key = "" if where == "own_distribution" else prefix
-            out[f"{key}{name}_gain_{where}_points"] = round(
-                out[f"{key}{name}_success_{where}_pct"] - out[f"{key}narrow_success_{where}_pct"], 1)
+        for where in ("in_mined_regions", "elsewhere") + (() if prefix else ("own_distribution",)):
+            out[f"{prefix}{name}_gain_{where}_points"] = round(
+                out[f"{prefix}{name}_success_{where}_pct"] - out[f"{prefix}narrow_success_{where}_pct"], 1)
     return out
 
 

@@ -126,12 +126,12 @@ def paste_regions(regions: list[Region], params: list[ScenarioParam], u: np.ndar
     for r, lo, hi, steps in grown:
         bounds = {p.name: [float(p.low + lo[d] * (p.high - p.low)), float(p.low + hi[d] * (p.high - p.low))]
                   for d, p in enumerate(params) if lo[d] > 0 or hi[d] < 1}
-        inn = _inside(u, lo, hi)
+        inn, inn_uniform = _inside(u, lo, hi), _inside(uu, lo, hi)
         summary = summarize(bounds, params)
         kept.append((Region(bounds=bounds, failure_rate=float(fail[inn].mean()) if inn.any() else r.failure_rate,
                             samples=int(inn.sum()), summary=summary), r))
         log.info("pasting: %s -> %s (%d steps; uniform draws inside fail %.2f)", r.summary, summary, steps,
-                 float(ff[_inside(uu, lo, hi)].mean()) if _inside(uu, lo, hi).any() else float("nan"))
+                 float(ff[inn_uniform].mean()) if inn_uniform.any() else float("nan"))
     return kept
 
 
@@ -146,8 +146,9 @@ def pick_retested(pairs: list[tuple[Region, Region]], kept: list[Region]) -> lis
     passed = {_key(r): r for r in kept}
     picks = []
     for grown, plain in pairs:
-        pick = passed.get(_key(grown)) or passed.get(_key(plain))
-        if pick is not None and pick is not passed.get(_key(grown)):
+        kept_grown = passed.get(_key(grown))
+        pick = kept_grown or passed.get(_key(plain))
+        if pick is not None and kept_grown is None:
             log.info("pasting: the grown box of %s failed its re-test; the region keeps its plain box", plain.summary)
         if pick is not None:
             picks.append(pick)
