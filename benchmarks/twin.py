@@ -332,7 +332,8 @@ def main():
         # python benchmarks/twin.py planted_width_select runs/drv55_seed4 [seed=0] [mix=0.25] [every=6] [within_s=240]
         # [extra_s=480] (within_s: after the full retraining, choose among its first within_s seconds only, section
         # ..._within240; extra_s: a retraining of its own of that length, arm select_mix<mix>_extra<s>, ..._extra<s>;
-        # paste=0.05: mined again with the pasting step, retrained on that file, arm and section ..._paste0.05)
+        # paste=0.05: mined again with the pasting step, retrained on that file's plain boxes (their grown boxes as
+        # reach), arm and section ..._paste0.05_reach)
         # python benchmarks/twin.py planted_width_soup runs/drv55_seed4 seed=4 mix=0.25 (after planted_width_select)
         valid = ({"seed", "mix", "every", "within_s", "extra_s", "paste"} if mode == "planted_width_select"
                  else {"seed", "mix"})
@@ -353,7 +354,7 @@ def main():
             print(f"{k:45s} {v}")
         res["command"] = "flock /tmp/robotrl-cpu.lock python " + " ".join(sys.argv)
         _merge(f"{mode}_seed{seed}_mix{mix:g}" + (f"_within{within:g}" if within else "")
-               + (f"_extra{extra}" if extra != 480 else "") + (f"_paste{paste:g}" if paste else ""), res)
+               + (f"_extra{extra}" if extra != 480 else "") + (f"_paste{paste:g}_reach" if paste else ""), res)
 
     if mode == "snapshot_spread":
         # python benchmarks/twin.py snapshot_spread runs/a,runs/b_retrain/control [seeds=1,2,3] [section=S]

@@ -119,6 +119,7 @@ def heldout_metrics(x, fail, regions, params, box=("friction", PLANTED_FRICTION)
     background = float(fail[~planted].mean())
     out = {}
     for name, regs in regions.items():
+        regs = [r.extent() for r in regs]  # as far as each region reaches (pasting), else the region itself
         inside = inside_regions(x, regs, params)
         each = [inside_regions(x, [r], params) for r in regs]
         false = [bool(m.any() and fail[m].mean() < 0.5) for m in each]

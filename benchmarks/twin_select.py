@@ -14,9 +14,12 @@
    draws of the own distribution (env seed 2).
 
 ``paste=0.05``: the same recipe on the mined file of the pasting step (``robotrl.twin.paste``):
-``<run>_retrain/mined_paste0.05.yaml``, mined as ``mined.yaml`` (the same options and seed) with ``paste``, and its
-arm ``..._paste0.05``. The report is then given twice: on the test scenarios of the pasted regions, and (keys
-``plain_regions_*``) on those of ``mined.yaml``'s, the scenarios the plain recipe was scored on.
+``<run>_retrain/mined_paste0.05_reach.yaml``, mined as ``mined.yaml`` (the same options and seed) with ``paste``,
+and its arm ``..._paste0.05_reach``. Its regions keep the plain box for training and the grown one as their
+``reach`` (session 59; session 58's file and arm without ``_reach`` trained on the grown boxes). The report is
+then given three times: on the test scenarios of the file's regions (what training drew from), on those of
+their reach (keys ``reach_*``), and on those of ``mined.yaml``'s (keys ``plain_regions_*``), the scenarios the
+plain recipe was scored on.
 
 ``planted_width_soup`` (after ``planted_width_select``): the second answer, fixed before it was scored:
 ``robotrl.twin.select.average_checkpoints`` over every checkpoint of the second half of that retraining
@@ -54,7 +57,7 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
         mined_file = _mine_pasted(path, work, paste)
     train_s = max(600, round(_trained_s(path)))
     arm = work / (f"select_mix{mix:g}" + ("" if extra_s == 480 else f"_extra{extra_s}")
-                  + (f"_paste{paste:g}" if paste else ""))
+                  + (f"_paste{paste:g}_reach" if paste else ""))
     base = ["task=driving", f"seed={seed}", "progress=false", "tensorboard=false", "eval_at_end=false"]
     out: dict = {"run": str(path), "train_seed": seed, "scenario_mix": mix, "retrain_extra_s": extra_s,
                  "mined_file": str(mined_file), "paste": paste,
@@ -87,19 +90,23 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
     out["mined_regions"] = [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
                             for r in mined.regions]
     if paste:
+        out["mined_reach"] = [f"{e.summary} ({round(e.failure_rate * e.samples)}/{e.samples} failed)"
+                              for e in (r.extent() for r in mined.regions)]
         _report(out, policies, ScenarioFile.load(plain_file), n_eval, prefix="plain_regions_")
+        reach = ScenarioFile(mined.task, mined.params, [r.extent() for r in mined.regions], weighting=mined.weighting)
+        _report(out, policies, reach, n_eval, prefix="reach_")
     return _report(out, policies, mined, n_eval)
 
 
 def _mine_pasted(path: Path, work: Path, paste: float) -> Path:
-    """``<work>/mined_paste<paste>.yaml``: ``planted_width_retrain``'s mining of ``path`` with the pasting step."""
+    """``<work>/mined_paste<paste>_reach.yaml``: ``planted_width_retrain``'s mining of ``path``, with pasting."""
     from twin_planted_width import BOX, OPTIONS, RETRAIN_WEIGHTING, TRAINED_WIDTH
 
     from robotrl.twin.evaluate import ScenarioEvaluator
     from robotrl.twin.mine import mine
     from robotrl.twin.scenarios import ScenarioFile
 
-    out = work / f"mined_paste{paste:g}.yaml"
+    out = work / f"mined_paste{paste:g}_reach.yaml"
     if not out.is_file():
         ev = ScenarioEvaluator(path, WIDTH_PARAMS, overrides=BANK, worlds=128, seed=1)
         res = mine(ev, ev.params, 512, rounds=4, seed=0, min_leaf=OPTIONS["min_leaf"], baseline=OPTIONS["baseline"],

@@ -35,6 +35,8 @@ With ``paste`` > 0 each region read off the search is grown (PRIM's pasting step
 uniform draws in the grown box still fail at least ``paste_floor`` of the time (default ``min_failure_rate``
 + 0.1), before the re-test: a weakness that fades gradually is then covered past the point where its failure
 rate crosses ``min_failure_rate``, at the cost of density (``python benchmarks/twin.py planted_width_repeats``).
+Where the plain box passes its re-test too, the region keeps it for training and records the grown box as its
+``reach`` (``Region.extent()``): the report says how far the weakness goes, and training draws where it is dense.
 
 Regions are read off all samples with a small axis-aligned decision tree (Gini splits,
 depth and leaf-size limited). A leaf is a region only when its failure rate is at least
@@ -365,7 +367,7 @@ def mine(evaluate: EvaluateFn, params: list[ScenarioParam], budget: int, rounds:
         regions = pick_retested(pairs, kept) if pairs else kept
         samples = np.concatenate([samples, from_unit(fresh_u, params)])
         success = np.concatenate([success, fresh_ok])
-    elif pairs:
-        regions = pick_retested(pairs, [g for g, _ in pairs])
+    elif pairs:  # no re-test: every box stands
+        regions = pick_retested(pairs, [r for pair in pairs for r in pair])
     log.info("background failure rate (%s) %.3f; %d regions", baseline, background, len(regions))
     return MiningResult(samples=samples, success=success, regions=regions, background=background, baseline=baseline)

@@ -3,7 +3,8 @@
 A task declares its scenario parameters as ``SCENARIO_PARAMS`` (``ScenarioParam``: name,
 range, and the sampling, ``uniform`` or ``choice`` over integers). A scenario file (YAML)
 holds the task name, those declarations and a list of regions: boxes over some of the
-parameters with the failure rate measured there and a readable summary.
+parameters with the failure rate measured there and a readable summary (and, when mining pasted
+them, ``reach``: how far the weakness extends beyond the box training draws from).
 
 With ``task.scenarios=<file> task.scenario_mix=0.25`` a task draws, for that fraction of the
 worlds it resets, a region and the region's parameters uniformly inside its box; the other
@@ -45,12 +46,27 @@ class ScenarioParam:
 
 @dataclass
 class Region:
-    """A box over some parameters (``bounds[name] = [lo, hi]``) with its measured failure rate."""
+    """A box over some parameters (``bounds[name] = [lo, hi]``) with its measured failure rate.
+
+    ``reach`` (mining with ``paste``, ``paste.py``): the larger box the weakness was grown into, where it still
+    fails at least the pasting floor of the time, with that box's own re-test figures. Training draws from
+    ``bounds``, the denser box it grew from; ``extent()`` is the region as far as the weakness reaches.
+    """
 
     bounds: dict[str, list[float]]
     failure_rate: float
     samples: int
     summary: str = ""
+    reach: dict[str, list[float]] | None = None
+    reach_failure_rate: float | None = None
+    reach_samples: int | None = None
+
+    def extent(self) -> Region:
+        """``reach`` as a region of its own (its failure rate and samples), or this region where it has none."""
+        if self.reach is None:
+            return self
+        return Region(bounds=self.reach, failure_rate=float(self.reach_failure_rate or 0.0),
+                      samples=int(self.reach_samples or 0), summary=self.summary)
 
 
 WEIGHTINGS = ("failure_rate", "learnability")
@@ -99,7 +115,7 @@ class ScenarioFile:
         names = {p.name for p in params}
         regions = [Region(**r) for r in data.get("regions", [])]
         for r in regions:
-            unknown = sorted(set(r.bounds) - names)
+            unknown = sorted((set(r.bounds) | set(r.reach or {})) - names)
             if unknown:
                 raise ValueError(f"{path}: a region bounds undeclared parameters {unknown}; declared: {sorted(names)}.")
         if not regions:

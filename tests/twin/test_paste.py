@@ -61,9 +61,9 @@ def test_paste_regions_measure_the_box_on_uniform_draws_only():
     assert grown.bounds["x"][1] <= 0.834
 
 
-def test_pick_retested_falls_back_to_the_plain_box_when_the_grown_one_fails_its_retest():
+def test_pick_retested_keeps_the_plain_box_with_the_grown_one_as_reach_and_falls_back_when_one_fails():
     def box(hi, rate=0.9):
-        return Region(bounds={"x": [0.0, hi]}, failure_rate=rate, samples=20)
+        return Region(bounds={"x": [0.0, hi]}, failure_rate=rate, samples=20, summary=f"fails when x < {hi}")
 
     def far(hi, rate=0.9):
         return Region(bounds={"x": [0.9, hi]}, failure_rate=rate, samples=20)
@@ -71,9 +71,15 @@ def test_pick_retested_falls_back_to_the_plain_box_when_the_grown_one_fails_its_
     pairs = [(box(0.5), box(0.3)), (far(1.0), far(0.95)), (box(0.6), box(0.1)), (far(0.99), far(0.97))]
     kept = [box(0.5, 0.55), box(0.3, 0.95), far(0.95, 0.9), far(0.99, 0.6)]  # re-tested copies
     picked = pick_retested(pairs, kept)
-    # grown kept; plain in place of a dropped grown box; neither kept; the last grown box holds the second's plain one
-    assert [r.bounds["x"] for r in picked] == [[0.0, 0.5], [0.9, 0.99]]
-    assert [r.failure_rate for r in picked] == [0.55, 0.6]  # the re-test's figures
+    # both kept: the plain box with the grown one as its reach; plain in place of a dropped grown box; neither
+    # kept; the grown box alone where its plain box failed, and it holds the second pair's plain box
+    assert [r.bounds["x"] for r in picked] == [[0.0, 0.3], [0.9, 0.99]]
+    assert [r.reach for r in picked] == [{"x": [0.0, 0.5]}, None]
+    assert [r.failure_rate for r in picked] == [0.95, 0.6]  # the re-test's figures
+    assert picked[0].reach_failure_rate == 0.55 and picked[0].reach_samples == 20
+    assert picked[0].summary == "fails when x < 0.3 (reaches x < 0.5, failing 55% there)"
+    assert picked[0].extent().bounds == {"x": [0.0, 0.5]} and picked[0].extent().failure_rate == 0.55
+    assert picked[1].extent() is picked[1]
 
 
 def _fading_policy(x: np.ndarray) -> np.ndarray:
@@ -97,9 +103,13 @@ def test_pasting_covers_more_of_a_fading_weakness_than_the_plain_regions_without
         for seed in range(4):
             res = mine(_fading_policy, params, 512, seed=seed, min_leaf=16, baseline="reference",
                        reference={"half_width": [0.6, 1.0]}, validate=0.2, validate_rule="sequential", paste=paste)
-            assert region_coverage(res.regions, {"half_width": [0.3, 0.6]}, params)[1] == 0
-            assert all(r.failure_rate >= 0.5 for r in res.regions)
-            covered[paste].append(failure_coverage(inside_regions(x, res.regions, params), fail, planted))
+            reach = [r.extent() for r in res.regions]
+            assert region_coverage(reach, {"half_width": [0.3, 0.6]}, params)[1] == 0
+            assert all(r.failure_rate >= 0.5 for r in res.regions + reach)
+            for r, e in zip(res.regions, reach, strict=True):  # training draws inside the reach, where it is denser
+                assert e.bounds["half_width"][1] >= r.bounds["half_width"][1]
+                assert e is r or r.failure_rate >= e.failure_rate - 0.1
+            covered[paste].append(failure_coverage(inside_regions(x, reach, params), fail, planted))
     assert np.mean(covered[0.0]) < 0.9
     assert min(covered[0.05]) >= 0.9
     assert np.mean(covered[0.05]) >= np.mean(covered[0.0]) + 0.08
@@ -117,6 +127,7 @@ def test_a_grown_box_that_fails_its_retest_leaves_the_plain_region_in_place():
         for r in grown.regions:
             assert r.failure_rate >= 0.5
             assert r.bounds["half_width"][1] < 0.65
+            assert r.reach is None
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [({"paste": -0.1}, "paste="), ({"paste": 1.5}, "paste="),

@@ -159,3 +159,21 @@ def test_point_scenario_draws_exactly_its_values_and_rejects_bad_ones():
         point_scenario("humanoid", HumanoidTask.scenario_params, {"friction": 2.0})
     with pytest.raises(ValueError, match="tool_family=1.5 is not valid for task 'tool_use'; it takes an integer in 0"):
         point_scenario("tool_use", ToolUseTask.scenario_params, {"tool_family": 1.5})
+
+
+def test_a_region_with_reach_round_trips_and_training_draws_only_inside_its_plain_box(tmp_path):
+    import pytest
+
+    from robotrl.twin.scenarios import ScenarioParam
+
+    params = [ScenarioParam("half_width", 0.3, 1.0, unit="m"), ScenarioParam("curvature", 0.0, 1.0)]
+    region = Region({"half_width": [0.3, 0.5]}, 0.9, 20, "fails when half_width < 0.5 m",
+                    reach={"half_width": [0.3, 0.7]}, reach_failure_rate=0.6, reach_samples=40)
+    loaded = ScenarioFile.load(ScenarioFile("driving", params, [region]).save(tmp_path / "r.yaml"))
+    assert loaded.regions == [region]
+    assert loaded.regions[0].extent().bounds == {"half_width": [0.3, 0.7]}
+    hw = loaded.sample(2000, torch.Generator().manual_seed(0))["half_width"]
+    assert hw.min() >= 0.3 and hw.max() <= 0.5 and hw.max() > 0.49  # the plain box, all of it, never the reach
+    bad = ScenarioFile("driving", params, [Region({"half_width": [0.3, 0.5]}, 0.9, 20, reach={"grip": [0.0, 1.0]})])
+    with pytest.raises(ValueError, match=r"undeclared parameters \['grip'\]"):
+        ScenarioFile.load(bad.save(tmp_path / "bad.yaml"))
