@@ -380,15 +380,16 @@ def main():
 
     if mode == "planted_width_repeats":
         # python benchmarks/twin.py planted_width_repeats runs/a,runs/b 1,2,3,4 [rules=even,sequential] [budget=512]
-        # [paste=0.05] [section=S]
+        # [paste=0.05] [uniform_validate=0] [section=S] (uniform_validate=0: the uniform arm without the re-test)
         opts = dict(a.split("=", 1) for a in sys.argv[4:])
-        unknown = set(opts) - {"rules", "budget", "paste", "section"}
+        unknown = set(opts) - {"rules", "budget", "paste", "uniform_validate", "section"}
         if unknown:
             raise SystemExit(f"planted_width_repeats: unknown option(s) {sorted(unknown)}; "
-                             "valid: rules=, budget=, paste=, section=")
+                             "valid: rules=, budget=, paste=, uniform_validate=, section=")
         rules = tuple(opts.get("rules", "even,sequential").split(","))
         rep = width_repeats(sys.argv[2].split(","), [int(s) for s in sys.argv[3].split(",")], rules,
-                            budget=int(opts.get("budget", 512)), paste=float(opts.get("paste", 0.0)))
+                            budget=int(opts.get("budget", 512)), paste=float(opts.get("paste", 0.0)),
+                            uniform_validate=float(opts["uniform_validate"]) if "uniform_validate" in opts else None)
         for k, v in rep.items():
             if k != "rows":
                 print(f"{k:55s} {v}")

@@ -99,11 +99,13 @@ REPEAT_KEYS = ("false_regions", "regions_count", "planted_failure_coverage_pct",
 
 
 def width_repeats(runs: list[str], mine_seeds: list[int], rules: tuple[str, ...] = ("even", "sequential"),
-                  budget: int = 512, n_heldout: int = 768, paste: float = 0.0) -> dict:
+                  budget: int = 512, n_heldout: int = 768, paste: float = 0.0,
+                  uniform_validate: float | None = None) -> dict:
     """Both arms on trained runs, over mining seeds and validation rules: the false-region count with a spread.
 
     One mining run per (run, mining seed, rule, arm), ``OPTIONS`` otherwise, ``paste`` (``mine``'s pasting step,
-    0: off) for both arms; each scored on the run's
+    0: off) for both arms, ``uniform_validate`` (default ``OPTIONS["validate"]``) the uniform arm's held-back
+    share (0: plain uniform-random search, its whole budget on the tree, no re-test); each scored on the run's
     held-out labels (``_heldout``). Returns the rows and, per rule and arm, the means of ``REPEAT_KEYS``,
     the share of runs covering >= 80% of the planted failures, and the paired miner-minus-uniform
     false-region difference with its standard error.
@@ -126,9 +128,10 @@ def width_repeats(runs: list[str], mine_seeds: list[int], rules: tuple[str, ...]
             for rule in rules:
                 regions = {}
                 for arm, uniform in (("miner", False), ("uniform", True)):
+                    held = uniform_validate if uniform and uniform_validate is not None else OPTIONS["validate"]
                     regions[arm] = mine(ev, ev.params, budget, rounds=4, seed=mine_seed, uniform_only=uniform,
                                         min_leaf=OPTIONS["min_leaf"], baseline=OPTIONS["baseline"],
-                                        reference={BOX[0]: TRAINED_WIDTH}, validate=OPTIONS["validate"],
+                                        reference={BOX[0]: TRAINED_WIDTH}, validate=held,
                                         validate_rule=rule, paste=paste).regions
                 m = heldout_metrics(x, fail, regions, ev.params, BOX)
                 row = {"run": run, "mine_seed": mine_seed, "rule": rule,
@@ -136,6 +139,7 @@ def width_repeats(runs: list[str], mine_seeds: list[int], rules: tuple[str, ...]
                 rows.append(row)
                 print(row, flush=True)
     out: dict = {"runs": runs, "mine_seeds": mine_seeds, "mine_budget": budget, "mine_options": OPTIONS, "paste": paste,
+                 "uniform_validate": OPTIONS["validate"] if uniform_validate is None else uniform_validate,
                  "planted_box": f"{BOX[0]} < {BOX[1]}", "rows": rows, "wall_s": round(time.time() - t0, 1)}
     for rule in rules:
         sel = [r for r in rows if r["rule"] == rule]
