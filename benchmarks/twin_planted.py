@@ -113,13 +113,14 @@ def heldout_metrics(x, fail, regions, params, box=("friction", PLANTED_FRICTION)
 
     ``box``: the planted box, ``(parameter, upper bound)``: the scenarios with that column of ``x`` below it.
     """
+    from robotrl.twin.paste import reach_regions
     from robotrl.twin.regions import failure_coverage, inside_regions
 
     planted = x[:, [p.name for p in params].index(box[0])] < box[1]
     background = float(fail[~planted].mean())
     out = {}
     for name, regs in regions.items():
-        regs = [r.extent() for r in regs]  # as far as each region reaches (pasting), else the region itself
+        regs = reach_regions(regs)  # as far as each region reaches (pasting), nested ones dropped: the report's
         inside = inside_regions(x, regs, params)
         each = [inside_regions(x, [r], params) for r in regs]
         false = [bool(m.any() and fail[m].mean() < 0.5) for m in each]

@@ -46,6 +46,7 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
     from twin_planted import _train, _trained_s
 
     from robotrl.storage.checkpoint import resolve
+    from robotrl.twin.paste import reach_regions
     from robotrl.twin.scenarios import ScenarioFile
     from robotrl.twin.select import select_checkpoint
 
@@ -90,10 +91,10 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
     out["mined_regions"] = [f"{r.summary} ({round(r.failure_rate * r.samples)}/{r.samples} failed)"
                             for r in mined.regions]
     if paste:
-        out["mined_reach"] = [f"{e.summary} ({round(e.failure_rate * e.samples)}/{e.samples} failed)"
-                              for e in (r.extent() for r in mined.regions)]
+        reach = ScenarioFile(mined.task, mined.params, reach_regions(mined.regions), weighting=mined.weighting)
+        out["mined_reach"] = [f"{e.bounds} ({round(e.failure_rate * e.samples)}/{e.samples} failed)"
+                              for e in reach.regions]
         _report(out, policies, ScenarioFile.load(plain_file), n_eval, prefix="plain_regions_")
-        reach = ScenarioFile(mined.task, mined.params, [r.extent() for r in mined.regions], weighting=mined.weighting)
         _report(out, policies, reach, n_eval, prefix="reach_")
     return _report(out, policies, mined, n_eval)
 

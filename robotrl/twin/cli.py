@@ -25,7 +25,8 @@ contradict it: a little more coverage, more false regions, robotrl/twin/README.m
 (e.g. 0.25) also samples around the regions found so far, grown by that share of their width, so sharp edges
 (a handle thinner than 1 cm fails, thicker does not) are placed precisely; ``paste`` (e.g. 0.05) grows each
 region before its re-test while the uniform draws in it still fail ``paste_floor`` of the time (PRIM's pasting
-step): a weakness that fades gradually is covered past its 0.5 crossing, in less dense regions; writes the
+step): a weakness that fades gradually is reported past its 0.5 crossing (each region's ``reach``), and training
+still draws from the plain box where that passed its re-test too; writes the
 scenario file (regions with summaries; training picks its regions by ``weighting``, learnability or
 failure_rate) and <out>.samples.json (every scenario and its success). ``workers=N`` runs each round's chunks of
 ``worlds`` scenarios as Ray tasks (Ray on 127.0.0.1, or the cluster at ``address``, ``threads`` each), with the

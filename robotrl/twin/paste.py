@@ -30,6 +30,7 @@ it was grown on, decides whether it stays. Its plain box is re-tested beside it 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -148,8 +149,9 @@ def pick_retested(pairs: list[tuple[Region, Region]], kept: list[Region]) -> lis
 
     ``kept`` are the regions (grown and plain boxes alike) that passed the re-test, matched by their bounds;
     each pick carries its own box's re-test figures (and the grown box's as ``reach_*``). Of the picks, one
-    whose extent lies inside another's (two regions grown into one box, a plain box inside a grown one) is
-    dropped.
+    whose box and reach both lie inside another's (two plain regions grown into one box, a plain box inside a
+    grown one) is dropped; two regions that grew into one reach from different boxes both stay, since training
+    draws from the boxes (``reach_regions`` gives the report's regions).
     """
     passed = {_key(r): r for r in kept}
     picks = []
@@ -164,9 +166,22 @@ def pick_retested(pairs: list[tuple[Region, Region]], kept: list[Region]) -> lis
         elif p is not None:
             log.info("pasting: the grown box of %s failed its re-test; the region keeps its plain box", plain.summary)
             picks.append(p)
-    ext = [r.extent() for r in picks]
-    return [r for i, (r, e) in enumerate(zip(picks, ext, strict=True))
-            if not any(_contains(o, e) and (j < i or not _contains(e, o)) for j, o in enumerate(ext) if j != i)]
+    return _outermost(picks, lambda a, b: _contains(a, b) and _contains(a.extent(), b.extent()))
+
+
+def reach_regions(regions: list[Region]) -> list[Region]:
+    """Each region as far as it reaches (``Region.extent()``), those inside another's reach dropped.
+
+    These are the report's regions; training draws from every region's own box (two regions grown into one reach
+    keep both boxes).
+    """
+    return _outermost([r.extent() for r in regions], _contains)
+
+
+def _outermost(regions: list[Region], holds: Callable[[Region, Region], bool]) -> list[Region]:
+    """``regions`` without those another one ``holds`` (of two that hold each other, the first stays)."""
+    return [r for i, r in enumerate(regions)
+            if not any(holds(o, r) and (j < i or not holds(r, o)) for j, o in enumerate(regions) if j != i)]
 
 
 def unique_boxes(regions: list[Region]) -> list[Region]:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from robotrl.twin.mine import mine
-from robotrl.twin.paste import paste_box, paste_regions, pick_retested
+from robotrl.twin.paste import paste_box, paste_regions, pick_retested, reach_regions
 from robotrl.twin.regions import failure_coverage, from_unit, inside_regions, region_coverage
 from robotrl.twin.scenarios import Region, ScenarioParam
 
@@ -80,6 +80,19 @@ def test_pick_retested_keeps_the_plain_box_with_the_grown_one_as_reach_and_falls
     assert picked[0].summary == "fails when x < 0.3 (reaches x < 0.5, failing 55% there)"
     assert picked[0].extent().bounds == {"x": [0.0, 0.5]} and picked[0].extent().failure_rate == 0.55
     assert picked[1].extent() is picked[1]
+
+
+def test_two_regions_grown_into_one_reach_keep_both_boxes_for_training_and_report_the_reach_once():
+    """Session 59: a run's always-failing narrow box and its fainter neighbour grew into one reach; dropping
+    either box by its reach alone took the narrowest roads out of training."""
+    narrow = Region(bounds={"x": [0.0, 0.4]}, failure_rate=1.0, samples=13, summary="fails when x < 0.4")
+    mid = Region(bounds={"x": [0.4, 0.5], "y": [0.0, 0.9]}, failure_rate=0.66, samples=60,
+                 summary="fails when 0.4 < x < 0.5 and y < 0.9")
+    reach = Region(bounds={"x": [0.0, 0.63]}, failure_rate=0.68, samples=31, summary="fails when x < 0.63")
+    picked = pick_retested([(reach, narrow), (reach, mid)], [narrow, mid, reach])
+    assert [r.bounds for r in picked] == [narrow.bounds, mid.bounds]
+    assert all(r.reach == reach.bounds for r in picked)
+    assert [r.bounds for r in reach_regions(picked)] == [reach.bounds]
 
 
 def _fading_policy(x: np.ndarray) -> np.ndarray:
