@@ -92,7 +92,7 @@ def width_select(run: str, seed: int = 0, mix: float = RETRAIN_MIX, extra_s: int
                             for r in mined.regions]
     if paste:
         reach = ScenarioFile(mined.task, mined.params, reach_regions(mined.regions), weighting=mined.weighting)
-        out["mined_reach"] = [f"{e.bounds} ({round(e.failure_rate * e.samples)}/{e.samples} failed)"
+        out["mined_reach"] = [f"{e.summary} ({round(e.failure_rate * e.samples)}/{e.samples} failed)"
                               for e in reach.regions]
         _report(out, policies, ScenarioFile.load(plain_file), n_eval, prefix="plain_regions_")
         _report(out, policies, reach, n_eval, prefix="reach_")

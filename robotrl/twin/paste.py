@@ -160,6 +160,7 @@ def pick_retested(pairs: list[tuple[Region, Region]], kept: list[Region]) -> lis
         if g is not None and p is not None and _key(grown) != _key(plain):
             reach = g.summary.removeprefix("fails when ")
             picks.append(replace(p, reach=g.bounds, reach_failure_rate=g.failure_rate, reach_samples=g.samples,
+                                 reach_summary=g.summary,
                                  summary=f"{p.summary} (reaches {reach}, failing {g.failure_rate:.0%} there)"))
         elif g is not None:
             picks.append(g)

@@ -49,7 +49,7 @@ class Region:
     """A box over some parameters (``bounds[name] = [lo, hi]``) with its measured failure rate.
 
     ``reach`` (mining with ``paste``, ``paste.py``): the larger box the weakness was grown into, where it still
-    fails at least the pasting floor of the time, with that box's own re-test figures. Training draws from
+    fails at least the pasting floor of the time, with that box's own re-test figures and summary. Training draws from
     ``bounds``, the denser box it grew from; ``extent()`` is the region as far as the weakness reaches.
     """
 
@@ -60,13 +60,14 @@ class Region:
     reach: dict[str, list[float]] | None = None
     reach_failure_rate: float | None = None
     reach_samples: int | None = None
+    reach_summary: str = ""
 
     def extent(self) -> Region:
-        """``reach`` as a region of its own (its failure rate and samples), or this region where it has none."""
+        """``reach`` as a region of its own (its failure rate, samples and summary), or this region without one."""
         if self.reach is None:
             return self
         return Region(bounds=self.reach, failure_rate=float(self.reach_failure_rate or 0.0),
-                      samples=int(self.reach_samples or 0), summary=self.summary)
+                      samples=int(self.reach_samples or 0), summary=self.reach_summary)
 
 
 WEIGHTINGS = ("failure_rate", "learnability")

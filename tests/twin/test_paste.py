@@ -79,6 +79,7 @@ def test_pick_retested_keeps_the_plain_box_with_the_grown_one_as_reach_and_falls
     assert picked[0].reach_failure_rate == 0.55 and picked[0].reach_samples == 20
     assert picked[0].summary == "fails when x < 0.3 (reaches x < 0.5, failing 55% there)"
     assert picked[0].extent().bounds == {"x": [0.0, 0.5]} and picked[0].extent().failure_rate == 0.55
+    assert picked[0].extent().summary == "fails when x < 0.5"
     assert picked[1].extent() is picked[1]
 
 

@@ -168,10 +168,12 @@ def test_a_region_with_reach_round_trips_and_training_draws_only_inside_its_plai
 
     params = [ScenarioParam("half_width", 0.3, 1.0, unit="m"), ScenarioParam("curvature", 0.0, 1.0)]
     region = Region({"half_width": [0.3, 0.5]}, 0.9, 20, "fails when half_width < 0.5 m",
-                    reach={"half_width": [0.3, 0.7]}, reach_failure_rate=0.6, reach_samples=40)
+                    reach={"half_width": [0.3, 0.7]}, reach_failure_rate=0.6, reach_samples=40,
+                    reach_summary="fails when half_width < 0.7 m")
     loaded = ScenarioFile.load(ScenarioFile("driving", params, [region]).save(tmp_path / "r.yaml"))
     assert loaded.regions == [region]
     assert loaded.regions[0].extent().bounds == {"half_width": [0.3, 0.7]}
+    assert loaded.regions[0].extent().summary == "fails when half_width < 0.7 m"
     hw = loaded.sample(2000, torch.Generator().manual_seed(0))["half_width"]
     assert hw.min() >= 0.3 and hw.max() <= 0.5 and hw.max() > 0.49  # the plain box, all of it, never the reach
     bad = ScenarioFile("driving", params, [Region({"half_width": [0.3, 0.5]}, 0.9, 20, reach={"grip": [0.0, 1.0]})])
