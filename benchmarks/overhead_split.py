@@ -2,6 +2,7 @@
 
     flock /tmp/robotrl-cpu.lock python benchmarks/overhead_split.py            # about 2 minutes on 2 cores
     flock /tmp/robotrl-cpu.lock python benchmarks/overhead_split.py --compile  # + a torch.compile arm
+    flock /tmp/robotrl-cpu.lock python benchmarks/overhead_split.py --sections # + the VecEnv step by method
 
 ``benchmarks/throughput.py --overhead-only`` gives the ratio issue 10 sets targets on (0.9x at 64 worlds, 0.95x
 at 256). This script says where the gap lies. The same two loops as that ratio (``throughput.raw_batch_run``
@@ -13,6 +14,11 @@ resets; the VecEnv's torch work, rewards, episode statistics, reset noise and th
 ``--compile`` adds a third arm: the VecEnv with the task's ``observe``, ``reward_terms`` and ``terminated``
 wrapped in ``torch.compile`` (inductor, C++ on the CPU; ``dynamic=False``), the fusion issue 10 names as a
 candidate. Its compile time is measured apart (``compile_warmup_s``) and not counted in the rate.
+
+``--sections`` then steps the VecEnv alone (``--section-steps`` steps after a warm-up) with the methods a step
+calls wrapped in timers: milliseconds per step in each (``sections_<n>_<method>_ms``) and calls per step. The
+sections nest: ``TaskEnv._reset_ids`` holds ``HumanoidTask.reset``, which holds ``CpuBatchSim.reset`` (the state
+rows and the forward of the reset worlds); the wrappers add a few microseconds per call.
 
 Results are merged into ``benchmarks/results/throughput.json`` under ``split_<label>_*`` keys.
 """
@@ -107,12 +113,63 @@ def split(n: int, threads: int, seconds: float, compile_task: bool, clock: _Phys
     return out
 
 
+SECTIONS = (("sim", "step"), ("task", "apply_action"), ("task", "update"), ("task", "reward_terms"),
+            ("task", "terminated"), ("env", "_scale_terms"), ("env", "_observe"), ("env", "_all_finite"),
+            ("env", "_finish_episodes"), ("env", "_reset_ids"), ("task", "reset"), ("sim", "reset"))
+
+
+def sections(n: int, threads: int, steps: int) -> dict[str, float]:
+    """Milliseconds per VecEnv step inside each of ``SECTIONS`` (nested ones overlap), and calls per step."""
+    from robotrl.envs.task_env import TaskEnv
+
+    cfg = compose_train(gym_matched_overrides(n, threads))[0]
+    torch.set_num_threads(cfg.torch_threads)
+    env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
+    env.reset()
+    spent: dict[str, float] = {}
+    calls: dict[str, int] = {}
+
+    def wrap(owner: Any, method: str) -> None:
+        label = f"{type(owner).__name__}.{method}"
+        inner = getattr(owner, method)
+        spent[label], calls[label] = 0.0, 0
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                spent[label] += time.perf_counter() - start
+                calls[label] += 1
+
+        setattr(owner, method, timed)
+
+    owners = {"env": env, "task": env.task, "sim": env.sim}
+    for owner, method in SECTIONS:
+        wrap(owners[owner], method)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(60):
+        env.step(torch.rand(n, env.num_actions, generator=gen) * 2 - 1)
+    spent.update(dict.fromkeys(spent, 0.0))
+    calls.update(dict.fromkeys(calls, 0))
+    start = time.perf_counter()
+    for _ in range(steps):
+        env.step(torch.rand(n, env.num_actions, generator=gen) * 2 - 1)
+    out = {f"sections_{n}_step_total_ms": 1e3 * (time.perf_counter() - start) / steps}
+    for label in spent:
+        out[f"sections_{n}_{label}_ms"] = 1e3 * spent[label] / steps
+        out[f"sections_{n}_{label}_calls_per_step"] = calls[label] / steps
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seconds", type=float, default=10.0, help="timing window per arm and world count")
     parser.add_argument("--compile", action="store_true", help="add the torch.compile arm (module docstring)")
+    parser.add_argument("--sections", action="store_true", help="time the VecEnv's step by method (docstring)")
+    parser.add_argument("--section-steps", type=int, default=1500)
     parser.add_argument("--label", default="run", help="key prefix: split_<label>_*")
     parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
     args = parser.parse_args()
@@ -121,6 +178,9 @@ def main() -> None:
     fig: dict[str, Any] = {**load_avg("at_start"), "threads": args.threads, "seconds_per_arm": args.seconds}
     for n in args.envs:
         fig.update(split(n, args.threads, args.seconds, args.compile, clock))
+    if args.sections:
+        for n in args.envs:
+            fig.update(sections(n, args.threads, args.section_steps))
     fig.update(load_avg("at_end"))
     rows = [(k, f"{v:.3f}" if isinstance(v, float) else str(v)) for k, v in fig.items()]
     print(table(rows, "VecEnv overhead, split per step (ms) and rate"))
