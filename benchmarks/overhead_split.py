@@ -35,130 +35,103 @@ from typing import Any
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import compose_train, load_avg, save, table  # noqa: E402
-from throughput import gym_matched_overrides, raw_batch_run  # noqa: E402
-
-
-class _PhysicsClock:
-    """Wraps ``mujoco.batch.Batch.step`` so every call's wall time adds to ``seconds``."""
-
-    def __init__(self) -> None:
-        import mujoco.batch as mjb
-
-        self.seconds = 0.0
-        self._orig = mjb.Batch.step
-        clock = self
-
-        def step(batch: Any, *args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return clock._orig(batch, *args, **kwargs)
-            finally:
-                clock.seconds += time.perf_counter() - start
-
-        mjb.Batch.step = step
-
-
-def env_run(cfg: Any, compile_task: bool) -> tuple[Callable[[], int], float]:
-    """``TaskEnv`` on ``cfg`` with random actions (20 steps per call), and the seconds its first 3 calls took."""
-    from robotrl.envs.task_env import TaskEnv
-
-    n = cfg.sim.num_envs
-    env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
-    env.reset()
-    if compile_task:
-        for name in ("observe", "reward_terms", "terminated"):
-            setattr(env.task, name, torch.compile(getattr(env.task, name), dynamic=False))
-    gen = torch.Generator().manual_seed(0)
-
-    def run() -> int:
-        for _ in range(20):
-            env.step(torch.rand(n, env.num_actions, generator=gen) * 2 - 1)
-        return 20 * n
-
-    start = time.perf_counter()
-    for _ in range(3):  # warm-up (and, compiled, the compilation)
-        run()
-    return run, time.perf_counter() - start
-
-
-def split(n: int, threads: int, seconds: float, compile_task: bool, clock: _PhysicsClock) -> dict[str, float]:
-    """Interleaved 20-step calls of each arm for ``seconds`` each: steps/s, physics and other ms per step."""
-    cfg = compose_train(gym_matched_overrides(n, threads))[0]
-    torch.set_num_threads(cfg.torch_threads)  # what robotrl's runners use on CPU
-    arms: dict[str, Callable[[], int]] = {"raw": raw_batch_run(n, threads, cfg.task)}
-    arms["raw"]()
-    out: dict[str, float] = {}
-    arms["vecenv"], _ = env_run(cfg, False)
-    if compile_task:
-        arms["vecenv_compiled"], out[f"vecenv_compiled_{n}_compile_warmup_s"] = env_run(cfg, True)
-    steps = dict.fromkeys(arms, 0)
-    wall = dict.fromkeys(arms, 0.0)
-    physics = dict.fromkeys(arms, 0.0)
-    while min(wall.values()) < seconds:
-        for name, run in arms.items():
-            clock.seconds = 0.0
-            start = time.perf_counter()
-            steps[name] += run()
-            wall[name] += time.perf_counter() - start
-            physics[name] += clock.seconds
-    for name in arms:
-        env_steps = steps[name] / n  # vectorized steps
-        out[f"{name}_{n}_steps_per_s"] = steps[name] / wall[name]
-        out[f"{name}_{n}_physics_ms"] = 1e3 * physics[name] / env_steps
-        out[f"{name}_{n}_other_ms"] = 1e3 * (wall[name] - physics[name]) / env_steps
-    for name in arms:
-        if name != "raw":
-            out[f"ratio_{name}_vs_raw_{n}"] = out[f"{name}_{n}_steps_per_s"] / out[f"raw_{n}_steps_per_s"]
-    return out
-
+from common import compose_train, interleaved, load_avg, save, table  # noqa: E402
+from throughput import gym_matched_overrides, raw_batch_run, robotrl_env_run  # noqa: E402
 
 SECTIONS = (("sim", "step"), ("task", "apply_action"), ("task", "update"), ("task", "reward_terms"),
             ("task", "terminated"), ("env", "_scale_terms"), ("env", "_observe"), ("env", "_all_finite"),
             ("env", "_finish_episodes"), ("env", "_reset_ids"), ("task", "reset"), ("sim", "reset"))
 
 
-def sections(n: int, threads: int, steps: int) -> dict[str, float]:
-    """Milliseconds per VecEnv step inside each of ``SECTIONS`` (nested ones overlap), and calls per step."""
-    from robotrl.envs.task_env import TaskEnv
+def _timed(inner: Callable[..., Any], spent: dict[str, float], calls: dict[str, int], label: str) -> Callable[..., Any]:
+    """``inner`` with each call's wall time added to ``spent[label]`` and counted in ``calls[label]``."""
+    spent[label], calls[label] = 0.0, 0
 
-    cfg = compose_train(gym_matched_overrides(n, threads))[0]
-    torch.set_num_threads(cfg.torch_threads)
-    env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
-    env.reset()
-    spent: dict[str, float] = {}
-    calls: dict[str, int] = {}
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[label] += time.perf_counter() - start
+            calls[label] += 1
 
-    def wrap(owner: Any, method: str) -> None:
-        label = f"{type(owner).__name__}.{method}"
-        inner = getattr(owner, method)
-        spent[label], calls[label] = 0.0, 0
+    return timed
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                spent[label] += time.perf_counter() - start
-                calls[label] += 1
 
-        setattr(owner, method, timed)
+def _compile_task(env: Any) -> None:
+    """The task's ``observe``, ``reward_terms`` and ``terminated`` through ``torch.compile`` (module docstring)."""
+    for name in ("observe", "reward_terms", "terminated"):
+        setattr(env.task, name, torch.compile(getattr(env.task, name), dynamic=False))
 
+
+def _time_sections(env: Any, spent: dict[str, float], calls: dict[str, int]) -> None:
+    """Every method of ``SECTIONS`` on ``env`` wrapped by ``_timed``."""
     owners = {"env": env, "task": env.task, "sim": env.sim}
     for owner, method in SECTIONS:
-        wrap(owners[owner], method)
-    gen = torch.Generator().manual_seed(0)
-    for _ in range(60):
-        env.step(torch.rand(n, env.num_actions, generator=gen) * 2 - 1)
+        target = owners[owner]
+        label = f"{type(target).__name__}.{method}"
+        setattr(target, method, _timed(getattr(target, method), spent, calls, label))
+
+
+def split(n: int, threads: int, seconds: float, compile_task: bool) -> dict[str, float]:
+    """Interleaved 20-step calls of each arm for ``seconds`` each: steps/s, physics and other ms per step."""
+    import mujoco.batch as mjb
+
+    cfg = compose_train(gym_matched_overrides(n, threads))[0]
+    runs: dict[str, Callable[[], int]] = {"raw": raw_batch_run(n, threads, cfg.task), "vecenv": robotrl_env_run(cfg)}
+    out: dict[str, float] = {}
+    if compile_task:
+        runs["vecenv_compiled"] = robotrl_env_run(cfg, prepare=_compile_task)
+        start = time.perf_counter()
+        runs["vecenv_compiled"]()  # the first call compiles
+        out[f"vecenv_compiled_{n}_compile_warmup_s"] = time.perf_counter() - start
+    for run in runs.values():  # warm-up
+        run()
+    physics: dict[str, float] = {}
+    orig_step = mjb.Batch.step
+    mjb.Batch.step = _timed(orig_step, physics, {}, "now")  # MuJoCo's batched step, for whichever arm runs
+    arms = {}
+    for name, run in runs.items():
+        physics[name] = 0.0
+
+        def arm(run: Callable[[], int] = run, name: str = name) -> None:
+            before = physics["now"]
+            run()
+            physics[name] += physics["now"] - before
+
+        arms[name] = arm
+    try:
+        wall, calls = interleaved(arms, seconds=seconds)
+    finally:
+        mjb.Batch.step = orig_step
+    for name in runs:
+        steps = 20 * calls[name]  # vectorized steps (20 per call)
+        out[f"{name}_{n}_steps_per_s"] = steps * n / wall[name]
+        out[f"{name}_{n}_physics_ms"] = 1e3 * physics[name] / steps
+        out[f"{name}_{n}_other_ms"] = 1e3 * (wall[name] - physics[name]) / steps
+    for name in runs:
+        if name != "raw":
+            out[f"ratio_{name}_vs_raw_{n}"] = out[f"{name}_{n}_steps_per_s"] / out[f"raw_{n}_steps_per_s"]
+    return out
+
+
+def sections(n: int, threads: int, steps: int) -> dict[str, float]:
+    """Milliseconds per VecEnv step inside each of ``SECTIONS`` (nested ones overlap), and calls per step."""
+    cfg = compose_train(gym_matched_overrides(n, threads))[0]
+    spent: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    run = robotrl_env_run(cfg, prepare=lambda env: _time_sections(env, spent, calls))
+    for _ in range(3):  # warm-up
+        run()
     spent.update(dict.fromkeys(spent, 0.0))
     calls.update(dict.fromkeys(calls, 0))
-    start = time.perf_counter()
-    for _ in range(steps):
-        env.step(torch.rand(n, env.num_actions, generator=gen) * 2 - 1)
-    out = {f"sections_{n}_step_total_ms": 1e3 * (time.perf_counter() - start) / steps}
+    start, done = time.perf_counter(), 0
+    while done < steps:
+        done += run() // n
+    out = {f"sections_{n}_step_total_ms": 1e3 * (time.perf_counter() - start) / done}
     for label in spent:
-        out[f"sections_{n}_{label}_ms"] = 1e3 * spent[label] / steps
-        out[f"sections_{n}_{label}_calls_per_step"] = calls[label] / steps
+        out[f"sections_{n}_{label}_ms"] = 1e3 * spent[label] / done
+        out[f"sections_{n}_{label}_calls_per_step"] = calls[label] / done
     return out
 
 
@@ -174,18 +147,16 @@ def main() -> None:
     parser.add_argument("--out", default="", help="results folder (default benchmarks/results)")
     args = parser.parse_args()
 
-    clock = _PhysicsClock()
     fig: dict[str, Any] = {**load_avg("at_start"), "threads": args.threads, "seconds_per_arm": args.seconds}
     for n in args.envs:
-        fig.update(split(n, args.threads, args.seconds, args.compile, clock))
+        fig.update(split(n, args.threads, args.seconds, args.compile))
     if args.sections:
         for n in args.envs:
             fig.update(sections(n, args.threads, args.section_steps))
     fig.update(load_avg("at_end"))
     rows = [(k, f"{v:.3f}" if isinstance(v, float) else str(v)) for k, v in fig.items()]
     print(table(rows, "VecEnv overhead, split per step (ms) and rate"))
-    path = save("throughput", {f"split_{args.label}_{k}": v for k, v in fig.items()},
-                out_dir=args.out or None)
+    path = save("throughput", {f"split_{args.label}_{k}": v for k, v in fig.items()}, out_dir=args.out or None)
     print(f"saved {path}")
 
 

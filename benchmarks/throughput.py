@@ -145,14 +145,16 @@ def raw_batch_run(n: int, threads: int, task_cfg: Any) -> Callable[[], int]:
     return run
 
 
-def robotrl_env_run(cfg: Any) -> Callable[[], int]:
-    """``TaskEnv`` on ``cfg`` with random actions (20 steps per call)."""
+def robotrl_env_run(cfg: Any, prepare: Callable[[Any], None] | None = None) -> Callable[[], int]:
+    """``TaskEnv`` on ``cfg`` with random actions (20 steps per call); ``prepare(env)`` runs once after the reset."""
     from robotrl.envs.task_env import TaskEnv
 
     torch.set_num_threads(cfg.torch_threads)  # what robotrl's runners use on CPU
     n = cfg.sim.num_envs
     env = TaskEnv(cfg.task, cfg.sim, seed=cfg.seed)
     env.reset()
+    if prepare is not None:
+        prepare(env)
     gen = torch.Generator().manual_seed(0)
 
     def run() -> int:
